@@ -1,0 +1,5 @@
+# Versions and cache locations shared by the hack/ scripts. Sourced, not run.
+# The upstream control plane (and the upstream kubelet used by the benchmark)
+# are built at KUBE_VERSION; change it here only.
+KUBE_VERSION=${KUBE_VERSION:-v1.34.4}
+UPSTREAM_CACHE=${UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/upstream}

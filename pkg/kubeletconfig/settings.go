@@ -1,0 +1,35 @@
+package kubeletconfig
+
+import (
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+)
+
+// Settings is everything the kubelet is started with: the defaulted and
+// validated KubeletConfiguration (file, then flags on top) plus the settings
+// that upstream keeps as flags only.
+type Settings struct {
+	// Config is the effective configuration, defaults applied.
+	Config *kubeletv1beta1.KubeletConfiguration
+	// ConfigFile is the --config path ("" when none).
+	ConfigFile string
+
+	// KubeconfigPath is --kubeconfig; empty means standalone mode (no API
+	// server).
+	KubeconfigPath string
+	// BootstrapKubeconfigPath is --bootstrap-kubeconfig.
+	BootstrapKubeconfigPath string
+	// NodeName is the node's name: --hostname-override, else the hostname,
+	// lowercased.
+	NodeName string
+	// NodeIPs are the parsed --node-ip values (at most one per family).
+	NodeIPs []string
+	// RootDir is --root-dir (default /var/lib/kubelet).
+	RootDir string
+	// CertDir is --cert-dir (default <root-dir>/pki).
+	CertDir string
+	// NodeLabels are --node-labels.
+	NodeLabels map[string]string
+	// Warnings are messages about accepted but unimplemented settings, to be
+	// logged at start.
+	Warnings []string
+}
