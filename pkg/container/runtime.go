@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -68,6 +69,9 @@ type StepResult struct {
 	// RunContainerError, CreateContainerConfigError, ...). Message explains.
 	Reason  string
 	Message string
+	// RetryAfter, when positive, is when the step can next succeed (the end
+	// of a back-off); the caller should sync the pod again then.
+	RetryAfter time.Duration
 }
 
 // SyncResult is the outcome of one SyncPod round.
@@ -108,4 +112,15 @@ func (r SyncResult) WaitingReasons() map[string]WaitingReason {
 		}
 	}
 	return out
+}
+
+// RetryAfter is the earliest positive RetryAfter of the steps, or 0.
+func (r SyncResult) RetryAfter() time.Duration {
+	var min time.Duration
+	for _, s := range r.Steps {
+		if s.RetryAfter > 0 && (min == 0 || s.RetryAfter < min) {
+			min = s.RetryAfter
+		}
+	}
+	return min
 }
