@@ -1,0 +1,333 @@
+#!/usr/bin/env bash
+# A local Kubernetes control plane for our kubelet to join, in one command.
+#
+#   hack/cluster.sh up              start etcd, kube-apiserver, kube-controller-manager,
+#                                   kube-scheduler (each only if not running), then the
+#                                   node via hack/node.sh if that script exists
+#   hack/cluster.sh down [--purge]  stop the node and the control plane; --purge also
+#                                   deletes all cluster state ($CLUSTER_DIR)
+#   hack/cluster.sh status          what runs, and whether the apiserver is ready
+#
+# Idempotent: re-running `up` on a running cluster changes nothing; `down` on a
+# stopped one does nothing. See docs/cluster.md for paths, ports and settings.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/versions.sh"
+. "$here/lib-cluster.sh"
+
+BIN_DIR=${BIN_DIR:-$UPSTREAM_CACHE/$KUBE_VERSION/bin}
+APISERVER_READY_TIMEOUT=${APISERVER_READY_TIMEOUT:-180}
+# Verify the kubelet's serving certificate when the apiserver connects to it
+# (logs, exec, port-forward). Off by default, as in kubeadm: a kubelet that
+# serves a self-signed certificate still works. A kubelet that serves
+# $PKI_DIR/kubelet-serving.crt (see kubelet-env) works either way.
+KUBELET_VERIFY_SERVING=${KUBELET_VERIFY_SERVING:-0}
+
+ADMIN_KUBECONFIG=$CLUSTER_DIR/admin.kubeconfig
+NODE_KUBECONFIG=$CLUSTER_DIR/node.kubeconfig
+CM_KUBECONFIG=$CLUSTER_DIR/controller-manager.kubeconfig
+SCHED_KUBECONFIG=$CLUSTER_DIR/scheduler.kubeconfig
+KUBELET_ENV=$CLUSTER_DIR/kubelet-env
+
+# Components in start order; `down` walks it backwards.
+COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+
+# ---- processes ---------------------------------------------------------------
+
+pidfile() { echo "$CLUSTER_RUN_DIR/$1.pid"; }
+
+# running NAME: prints the pid and succeeds when the pid file names a live
+# process that is still NAME (a stale pid reused by another program is not).
+running() {
+  local f pid
+  f=$(pidfile "$1")
+  [ -s "$f" ] || return 1
+  pid=$(cat "$f")
+  [ -d "/proc/$pid" ] || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null | awk '{print $1}' | grep -q "/$1\$\|^$1\$" || return 1
+  echo "$pid"
+}
+
+# port_in_use PORT: something listens on TCP PORT.
+port_in_use() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
+
+# start NAME PORT BINARY ARGS...: starts BINARY in its own session, detached
+# from this shell, logging to $CLUSTER_LOG_DIR/NAME.log, unless already running.
+start() {
+  local name=$1 port=$2 pid
+  shift 2
+  if pid=$(running "$name"); then
+    log "$name already running (pid $pid)"
+    return 0
+  fi
+  if port_in_use "$port"; then
+    die "$name: port $port is taken by another process ($(ss -Hltnp "sport = :$port" | awk '{print $NF}' | head -n1)); stop it or override the port (see docs/cluster.md)"
+  fi
+  log "starting $name (log: $CLUSTER_LOG_DIR/$name.log)"
+  echo "=== $(date -u +%FT%TZ) starting: $*" >> "$CLUSTER_LOG_DIR/$name.log"
+  setsid "$@" >> "$CLUSTER_LOG_DIR/$name.log" 2>&1 < /dev/null &
+  echo $! > "$(pidfile "$name")"
+  sleep 0.2
+  running "$name" >/dev/null || { tail -n 20 "$CLUSTER_LOG_DIR/$name.log" >&2; die "$name exited at once"; }
+}
+
+# stop NAME: SIGTERM, then SIGKILL after a bounded wait. No-op if not running.
+stop() {
+  local name=$1 pid i
+  if ! pid=$(running "$name"); then
+    rm -f "$(pidfile "$name")"
+    return 0
+  fi
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do
+    [ -d "/proc/$pid" ] || break
+    sleep 0.2
+  done
+  if [ -d "/proc/$pid" ]; then
+    log "$name did not exit in 20s; killing"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$(pidfile "$name")"
+}
+
+# wait_until DESCRIPTION TIMEOUT NAME COMMAND...: polls COMMAND until it
+# succeeds; fails early, with the log tail, if process NAME dies meanwhile.
+wait_until() {
+  local what=$1 timeout=$2 name=$3 start_s
+  shift 3
+  start_s=$SECONDS
+  until "$@" >/dev/null 2>&1; do
+    running "$name" >/dev/null || { tail -n 30 "$CLUSTER_LOG_DIR/$name.log" >&2; die "$name died while waiting for $what"; }
+    [ $((SECONDS - start_s)) -lt "$timeout" ] || { tail -n 30 "$CLUSTER_LOG_DIR/$name.log" >&2; die "timed out after ${timeout}s waiting for $what"; }
+    sleep 0.5
+  done
+}
+
+etcd_healthy() { curl -sf "http://127.0.0.1:$ETCD_CLIENT_PORT/health" | grep -q '"health":"true"'; }
+
+apiserver_ready() {
+  curl -sf --max-time 5 --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" --key "$PKI_DIR/admin.key" \
+    "https://127.0.0.1:$APISERVER_PORT/readyz" | grep -qx ok
+}
+
+# ---- configuration files -----------------------------------------------------
+
+# write_if_changed FILE: replaces FILE with stdin only when the content differs,
+# so a second `up` leaves files (and their mtimes) untouched.
+write_if_changed() {
+  local f=$1 tmp
+  tmp=$(mktemp "$f.XXXXXX")
+  cat > "$tmp"
+  chmod 600 "$tmp"
+  if [ -f "$f" ] && cmp -s "$tmp" "$f"; then
+    rm -f "$tmp"
+  else
+    mv "$tmp" "$f"
+    log "wrote $f"
+  fi
+}
+
+b64() { base64 -w0 < "$1"; }
+
+# kubeconfig USER CERT_BASENAME: a kubeconfig with the CA and client cert embedded.
+kubeconfig() {
+  local user=$1 cert=$2
+  cat <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: $CLUSTER_NAME
+  cluster:
+    server: $APISERVER_URL
+    certificate-authority-data: $(b64 "$PKI_DIR/ca.crt")
+users:
+- name: $user
+  user:
+    client-certificate-data: $(b64 "$PKI_DIR/$cert.crt")
+    client-key-data: $(b64 "$PKI_DIR/$cert.key")
+contexts:
+- name: $user@$CLUSTER_NAME
+  context:
+    cluster: $CLUSTER_NAME
+    user: $user
+current-context: $user@$CLUSTER_NAME
+EOF
+}
+
+write_configs() {
+  kubeconfig kubernetes-admin admin | write_if_changed "$ADMIN_KUBECONFIG"
+  kubeconfig system:kube-controller-manager controller-manager | write_if_changed "$CM_KUBECONFIG"
+  kubeconfig system:kube-scheduler scheduler | write_if_changed "$SCHED_KUBECONFIG"
+  kubeconfig "system:node:$NODE_NAME" node | write_if_changed "$NODE_KUBECONFIG"
+  # The settings a kubelet needs to join; sourced by hack/node.sh.
+  write_if_changed "$KUBELET_ENV" <<EOF
+# Written by hack/cluster.sh up; source it. Settings for a kubelet joining this cluster.
+NODE_NAME=$NODE_NAME
+NODE_IP=$(node_ip)
+NODE_KUBECONFIG=$NODE_KUBECONFIG
+APISERVER_URL=$APISERVER_URL
+CLUSTER_CA_FILE=$PKI_DIR/ca.crt
+CLUSTER_DNS=""
+CLUSTER_DOMAIN=$CLUSTER_DOMAIN
+CLUSTER_CIDR=$CLUSTER_CIDR
+SERVICE_CIDR=$SERVICE_CIDR
+KUBELET_TLS_CERT_FILE=$PKI_DIR/kubelet-serving.crt
+KUBELET_TLS_KEY_FILE=$PKI_DIR/kubelet-serving.key
+EOF
+}
+
+# ---- components --------------------------------------------------------------
+
+start_etcd() {
+  mkdir -p "$ETCD_DATA_DIR"
+  chmod 700 "$ETCD_DATA_DIR"
+  start etcd "$ETCD_CLIENT_PORT" "$(command -v etcd)" \
+    --name="$CLUSTER_NAME" \
+    --data-dir="$ETCD_DATA_DIR" \
+    --listen-client-urls="http://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --advertise-client-urls="http://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --listen-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls="http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster="$CLUSTER_NAME=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster-state=new \
+    --initial-cluster-token="$CLUSTER_NAME-etcd" \
+    --logger=zap --log-outputs=stderr
+  wait_until "etcd health" 60 etcd etcd_healthy
+}
+
+start_apiserver() {
+  local extra=()
+  [ "$KUBELET_VERIFY_SERVING" = 1 ] && extra+=(--kubelet-certificate-authority="$PKI_DIR/ca.crt")
+  start kube-apiserver "$APISERVER_PORT" "$BIN_DIR/kube-apiserver" \
+    --advertise-address="$(node_ip)" \
+    --bind-address=0.0.0.0 \
+    --secure-port="$APISERVER_PORT" \
+    --etcd-servers="http://127.0.0.1:$ETCD_CLIENT_PORT" \
+    --client-ca-file="$PKI_DIR/ca.crt" \
+    --tls-cert-file="$PKI_DIR/apiserver.crt" \
+    --tls-private-key-file="$PKI_DIR/apiserver.key" \
+    --authorization-mode=Node,RBAC \
+    --enable-admission-plugins=NodeRestriction \
+    --allow-privileged=true \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --service-account-issuer="https://kubernetes.default.svc.$CLUSTER_DOMAIN" \
+    --service-account-key-file="$PKI_DIR/sa.pub" \
+    --service-account-signing-key-file="$PKI_DIR/sa.key" \
+    --kubelet-client-certificate="$PKI_DIR/apiserver-kubelet-client.crt" \
+    --kubelet-client-key="$PKI_DIR/apiserver-kubelet-client.key" \
+    --kubelet-preferred-address-types=InternalIP,Hostname,InternalDNS,ExternalDNS,ExternalIP \
+    --profiling=false \
+    "${extra[@]}"
+  wait_until "kube-apiserver /readyz" "$APISERVER_READY_TIMEOUT" kube-apiserver apiserver_ready
+}
+
+start_controller_manager() {
+  start kube-controller-manager "$CONTROLLER_MANAGER_PORT" "$BIN_DIR/kube-controller-manager" \
+    --kubeconfig="$CM_KUBECONFIG" \
+    --authentication-kubeconfig="$CM_KUBECONFIG" \
+    --authorization-kubeconfig="$CM_KUBECONFIG" \
+    --bind-address=127.0.0.1 \
+    --secure-port="$CONTROLLER_MANAGER_PORT" \
+    --client-ca-file="$PKI_DIR/ca.crt" \
+    --cluster-name="$CLUSTER_NAME" \
+    --cluster-signing-cert-file="$PKI_DIR/ca.crt" \
+    --cluster-signing-key-file="$PKI_DIR/ca.key" \
+    --root-ca-file="$PKI_DIR/ca.crt" \
+    --service-account-private-key-file="$PKI_DIR/sa.key" \
+    --use-service-account-credentials=true \
+    --allocate-node-cidrs=true \
+    --cluster-cidr="$CLUSTER_CIDR" \
+    --service-cluster-ip-range="$SERVICE_CIDR" \
+    --leader-elect=true \
+    --profiling=false
+}
+
+start_scheduler() {
+  start kube-scheduler "$SCHEDULER_PORT" "$BIN_DIR/kube-scheduler" \
+    --kubeconfig="$SCHED_KUBECONFIG" \
+    --authentication-kubeconfig="$SCHED_KUBECONFIG" \
+    --authorization-kubeconfig="$SCHED_KUBECONFIG" \
+    --bind-address=127.0.0.1 \
+    --secure-port="$SCHEDULER_PORT" \
+    --client-ca-file="$PKI_DIR/ca.crt" \
+    --leader-elect=true \
+    --profiling=false
+}
+
+# ---- commands ----------------------------------------------------------------
+
+cmd_up() {
+  command -v etcd >/dev/null || {
+    log "installing etcd-server"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null \
+      || { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null; }
+  }
+  command -v curl >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y curl >/dev/null
+  if [ "$BIN_DIR" = "$UPSTREAM_CACHE/$KUBE_VERSION/bin" ]; then
+    "$here/build-upstream.sh" kube-apiserver kube-controller-manager kube-scheduler >&2
+  fi
+  mkdir -p "$CLUSTER_DIR" "$CLUSTER_RUN_DIR" "$CLUSTER_LOG_DIR"
+  chmod 700 "$CLUSTER_DIR"
+  "$here/pki.sh"
+  write_configs
+  start_etcd
+  start_apiserver
+  start_controller_manager
+  start_scheduler
+  if [ -x "$here/node.sh" ]; then
+    NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" up
+  else
+    log "hack/node.sh not found; control plane only (node settings: $KUBELET_ENV)"
+  fi
+  log "cluster up: apiserver $APISERVER_URL (advertised $(node_ip):$APISERVER_PORT)"
+  echo "export KUBECONFIG=$ADMIN_KUBECONFIG"
+}
+
+cmd_down() {
+  local purge=0
+  case ${1:-} in
+    --purge) purge=1 ;;
+    "") ;;
+    *) die "usage: $0 down [--purge]" ;;
+  esac
+  if [ -x "$here/node.sh" ]; then
+    NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" down || log "hack/node.sh down failed; continuing"
+  fi
+  local i
+  for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
+    stop "${COMPONENTS[$i]}"
+  done
+  if [ "$purge" = 1 ]; then
+    log "purging $CLUSTER_DIR"
+    rm -rf "$CLUSTER_DIR"
+  fi
+}
+
+cmd_status() {
+  local c pid
+  for c in "${COMPONENTS[@]}"; do
+    if pid=$(running "$c"); then
+      printf '%-24s running  pid %s\n' "$c" "$pid"
+    else
+      printf '%-24s stopped\n' "$c"
+    fi
+  done
+  if running kube-apiserver >/dev/null && apiserver_ready; then
+    printf '%-24s %s\n' "apiserver /readyz" "ok ($APISERVER_URL)"
+  else
+    printf '%-24s %s\n' "apiserver /readyz" "not ready"
+  fi
+  if [ -x "$here/node.sh" ]; then
+    NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" status || true
+  fi
+  [ -f "$ADMIN_KUBECONFIG" ] && echo "export KUBECONFIG=$ADMIN_KUBECONFIG"
+  return 0
+}
+
+case ${1:-} in
+  up) shift; cmd_up "$@" ;;
+  down) shift; cmd_down "$@" ;;
+  status) shift; cmd_status "$@" ;;
+  *) echo "usage: $0 up | down [--purge] | status" >&2; exit 2 ;;
+esac
