@@ -80,6 +80,20 @@ func (b *Backoff) InBackoffSince(key string, eventTime time.Time) (bool, time.Du
 	return b.inBackoffAt(key, eventTime, b.clock.Now())
 }
 
+// InBackoffSinceUpdate reports whether key is still backing off counted from
+// its last Next call (for failures recorded at the time they happen, such as
+// image pulls), and the current delay.
+func (b *Backoff) InBackoffSinceUpdate(key string) (bool, time.Duration) {
+	now := b.clock.Now()
+	b.mu.Lock()
+	e, ok := b.entries[key]
+	b.mu.Unlock()
+	if !ok {
+		return false, 0
+	}
+	return now.Sub(e.lastUpdate) < e.delay, e.delay
+}
+
 func (b *Backoff) inBackoffAt(key string, eventTime, now time.Time) (bool, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
