@@ -106,6 +106,13 @@ wait_until() {
 
 etcd_healthy() { curl -sf "http://127.0.0.1:$ETCD_CLIENT_PORT/health" | grep -q '"health":"true"'; }
 
+# The default ServiceAccount exists once controller-manager runs with working
+# credentials; pods created before it are refused by ServiceAccount admission.
+default_sa_exists() {
+  curl -sf --max-time 5 --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" --key "$PKI_DIR/admin.key" \
+    "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/default/serviceaccounts/default" >/dev/null
+}
+
 apiserver_ready() {
   curl -sf --max-time 5 --cacert "$PKI_DIR/ca.crt" --cert "$PKI_DIR/admin.crt" --key "$PKI_DIR/admin.key" \
     "https://127.0.0.1:$APISERVER_PORT/readyz" | grep -qx ok
@@ -230,6 +237,7 @@ start_controller_manager() {
     --bind-address=127.0.0.1 \
     --secure-port="$CONTROLLER_MANAGER_PORT" \
     --client-ca-file="$PKI_DIR/ca.crt" \
+    --authentication-skip-lookup=true \
     --cluster-name="$CLUSTER_NAME" \
     --cluster-signing-cert-file="$PKI_DIR/ca.crt" \
     --cluster-signing-key-file="$PKI_DIR/ca.key" \
@@ -251,6 +259,7 @@ start_scheduler() {
     --bind-address=127.0.0.1 \
     --secure-port="$SCHEDULER_PORT" \
     --client-ca-file="$PKI_DIR/ca.crt" \
+    --authentication-skip-lookup=true \
     --leader-elect=true \
     --profiling=false
 }
@@ -275,8 +284,9 @@ cmd_up() {
   start_apiserver
   start_controller_manager
   start_scheduler
+  wait_until "the default ServiceAccount" 90 kube-controller-manager default_sa_exists
   if [ -x "$here/node.sh" ]; then
-    NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" up
+    NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" up >&2
   else
     log "hack/node.sh not found; control plane only (node settings: $KUBELET_ENV)"
   fi
