@@ -33,3 +33,10 @@ type Settings struct {
 	// logged at start.
 	Warnings []string
 }
+
+// Standalone reports whether the kubelet runs without an API server (no
+// --kubeconfig and no --bootstrap-kubeconfig): static pods only, no Node
+// registration.
+func (s *Settings) Standalone() bool {
+	return s.KubeconfigPath == "" && s.BootstrapKubeconfigPath == ""
+}

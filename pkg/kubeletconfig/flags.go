@@ -1,0 +1,464 @@
+package kubeletconfig
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+	v1 "k8s.io/api/core/v1"
+	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
+	"k8s.io/utils/ptr"
+)
+
+// Options holds the kubelet's command-line flags. Bind them with AddFlags,
+// parse the flag set, then call Settings. Flags that map to a
+// KubeletConfiguration field override the file only when set explicitly on
+// the command line (pflag's Changed), never through their default.
+type Options struct {
+	ConfigFile              string
+	KubeconfigPath          string
+	BootstrapKubeconfigPath string
+	HostnameOverride        string
+	NodeIP                  string
+	RootDir                 string
+	CertDir                 string
+	NodeLabels              map[string]string
+	PodInfraContainerImage  string
+
+	// flagCfg receives the values of the flags that map to config fields.
+	flagCfg kubeletv1beta1.KubeletConfiguration
+	// overrides copies one flag's value from flagCfg into the final
+	// configuration, keyed by flag name.
+	overrides map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration)
+	fs        *pflag.FlagSet
+
+	// hostname returns the machine's hostname; os.Hostname unless a test
+	// replaces it.
+	hostname func() (string, error)
+}
+
+// NewOptions returns Options holding the flag defaults.
+func NewOptions() *Options {
+	return &Options{
+		RootDir:    DefaultRootDir,
+		NodeLabels: map[string]string{},
+		flagCfg:    *NewDefaultConfig(),
+		overrides:  map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration){},
+		hostname:   os.Hostname,
+	}
+}
+
+// ConfigFlagNames maps each flag that overrides a config field to the
+// field's JSON name.
+var ConfigFlagNames = map[string]string{
+	"container-runtime-endpoint": "containerRuntimeEndpoint",
+	"pod-manifest-path":          "staticPodPath",
+	"manifest-url":               "staticPodURL",
+	"register-with-taints":       "registerWithTaints",
+	"register-node":              "registerNode",
+	"healthz-port":               "healthzPort",
+	"healthz-bind-address":       "healthzBindAddress",
+	"read-only-port":             "readOnlyPort",
+	"address":                    "address",
+	"port":                       "port",
+	"max-pods":                   "maxPods",
+	"cgroup-driver":              "cgroupDriver",
+	"fail-swap-on":               "failSwapOn",
+	"sync-frequency":             "syncFrequency",
+	"file-check-frequency":       "fileCheckFrequency",
+	"http-check-frequency":       "httpCheckFrequency",
+	"kube-api-qps":               "kubeAPIQPS",
+	"kube-api-burst":             "kubeAPIBurst",
+}
+
+// AddFlags registers the kubelet's flags on fs. It does not register klog's
+// -v (cmd/kubelet does) nor --version.
+func (o *Options) AddFlags(fs *pflag.FlagSet) {
+	o.fs = fs
+	c := &o.flagCfg
+
+	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "Path to a KubeletConfiguration file (YAML or JSON) to load the configuration from; relative paths start at the working directory. Flags given on the command line override values from this file. Without it, built-in defaults are used.")
+	fs.StringVar(&o.KubeconfigPath, "kubeconfig", o.KubeconfigPath, "Path to a kubeconfig file saying how to reach the API server. Without it the kubelet runs standalone (static pods only).")
+	fs.StringVar(&o.BootstrapKubeconfigPath, "bootstrap-kubeconfig", o.BootstrapKubeconfigPath, "Path to a kubeconfig used to request a client certificate when the --kubeconfig file does not exist yet; the resulting credentials are written to --kubeconfig and certificates to --cert-dir.")
+	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Node name to use instead of the machine's hostname.")
+	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "IP address of the node, or comma-separated IPv4 and IPv6 addresses for dual-stack. If unset, the node's default address is used.")
+	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory for the kubelet's files (volume mounts, plugins, checkpoints).")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory holding the kubelet's TLS certificates (default <root-dir>/pki). Ignored for serving when tlsCertFile and tlsPrivateKeyFile are set.")
+	fs.Var(&labelsValue{m: &o.NodeLabels}, "node-labels", fmt.Sprintf("Labels to add to the node when registering it, as key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces must have one of the prefixes (%s) or be one of (%s).", strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", ")))
+	fs.StringVar(&o.PodInfraContainerImage, "pod-infra-container-image", o.PodInfraContainerImage, "Accepted for compatibility and ignored: the container runtime chooses the sandbox (pause) image.")
+
+	o.bind("container-runtime-endpoint", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ContainerRuntimeEndpoint = s.ContainerRuntimeEndpoint })
+	fs.StringVar(&c.ContainerRuntimeEndpoint, "container-runtime-endpoint", c.ContainerRuntimeEndpoint, "Endpoint of the CRI container runtime service, e.g. unix:///run/containerd/containerd.sock.")
+	o.bind("pod-manifest-path", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.StaticPodPath = s.StaticPodPath })
+	fs.StringVar(&c.StaticPodPath, "pod-manifest-path", c.StaticPodPath, "Directory of static pod manifests to run, or a single manifest file. Files whose names start with a dot are ignored.")
+	o.bind("manifest-url", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.StaticPodURL = s.StaticPodURL })
+	fs.StringVar(&c.StaticPodURL, "manifest-url", c.StaticPodURL, "URL to fetch additional static pod manifests from.")
+	o.bind("register-with-taints", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.RegisterWithTaints = s.RegisterWithTaints })
+	fs.Var(&taintsValue{t: &c.RegisterWithTaints}, "register-with-taints", "Taints to put on the node when registering it, comma-separated \"<key>=<value>:<effect>\" or \"<key>:<effect>\". Has no effect when --register-node is false.")
+	o.bind("register-node", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.RegisterNode = ptr.To(*s.RegisterNode) })
+	fs.BoolVar(c.RegisterNode, "register-node", *c.RegisterNode, "Register the node with the API server. Irrelevant without --kubeconfig.")
+	o.bind("healthz-port", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.HealthzPort = ptr.To(*s.HealthzPort) })
+	fs.Int32Var(c.HealthzPort, "healthz-port", *c.HealthzPort, "Port of the local healthz endpoint (0 disables it).")
+	o.bind("healthz-bind-address", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.HealthzBindAddress = s.HealthzBindAddress })
+	fs.StringVar(&c.HealthzBindAddress, "healthz-bind-address", c.HealthzBindAddress, "IP address the healthz server listens on (0.0.0.0 or :: for all interfaces).")
+	o.bind("read-only-port", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ReadOnlyPort = s.ReadOnlyPort })
+	fs.Int32Var(&c.ReadOnlyPort, "read-only-port", c.ReadOnlyPort, "Port of the unauthenticated read-only server (0 disables it).")
+	o.bind("address", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.Address = s.Address })
+	fs.StringVar(&c.Address, "address", c.Address, "IP address the kubelet server listens on (0.0.0.0 or :: for all interfaces).")
+	o.bind("port", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.Port = s.Port })
+	fs.Int32Var(&c.Port, "port", c.Port, "Port of the kubelet's authenticated HTTPS server.")
+	o.bind("max-pods", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.MaxPods = s.MaxPods })
+	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Maximum number of pods that can run on this node.")
+	o.bind("cgroup-driver", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.CgroupDriver = s.CgroupDriver })
+	fs.StringVar(&c.CgroupDriver, "cgroup-driver", c.CgroupDriver, "Driver the kubelet uses to manage cgroups on the host: 'cgroupfs' or 'systemd'.")
+	o.bind("fail-swap-on", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.FailSwapOn = ptr.To(*s.FailSwapOn) })
+	fs.BoolVar(c.FailSwapOn, "fail-swap-on", *c.FailSwapOn, "Refuse to start when swap is enabled on the node.")
+	o.bind("sync-frequency", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.SyncFrequency = s.SyncFrequency })
+	fs.DurationVar(&c.SyncFrequency.Duration, "sync-frequency", c.SyncFrequency.Duration, "Maximum time between resyncs of running containers with the desired configuration.")
+	o.bind("file-check-frequency", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.FileCheckFrequency = s.FileCheckFrequency })
+	fs.DurationVar(&c.FileCheckFrequency.Duration, "file-check-frequency", c.FileCheckFrequency.Duration, "Time between checks of the static pod path for new data.")
+	o.bind("http-check-frequency", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.HTTPCheckFrequency = s.HTTPCheckFrequency })
+	fs.DurationVar(&c.HTTPCheckFrequency.Duration, "http-check-frequency", c.HTTPCheckFrequency.Duration, "Time between checks of the manifest URL for new data.")
+	o.bind("kube-api-qps", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeAPIQPS = ptr.To(*s.KubeAPIQPS) })
+	fs.Int32Var(c.KubeAPIQPS, "kube-api-qps", *c.KubeAPIQPS, "Queries per second allowed towards the API server (must be >= 0). Events and node heartbeats are limited separately.")
+	o.bind("kube-api-burst", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeAPIBurst = s.KubeAPIBurst })
+	fs.Int32Var(&c.KubeAPIBurst, "kube-api-burst", c.KubeAPIBurst, "Burst of requests allowed towards the API server (must be >= 0).")
+}
+
+func (o *Options) bind(name string, f func(dst, src *kubeletv1beta1.KubeletConfiguration)) {
+	o.overrides[name] = f
+}
+
+// Settings builds the kubelet's Settings from the parsed flags: it loads
+// and defaults the --config file (or the defaults without one), applies the
+// explicitly set flags on top, validates everything and fills the
+// flag-only settings. All validation errors are returned together as one
+// error; unimplemented-but-set fields and ignored flags become
+// Settings.Warnings.
+func (o *Options) Settings() (*Settings, error) {
+	if o.fs == nil {
+		return nil, errors.New("kubeletconfig: Options.Settings called before AddFlags")
+	}
+	var (
+		cfg      *kubeletv1beta1.KubeletConfiguration
+		warnings []string
+		err      error
+	)
+	if o.ConfigFile != "" {
+		cfg, err = LoadConfigFile(o.ConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, UnimplementedFieldWarnings(cfg, o.ConfigFile)...)
+	} else {
+		cfg = NewDefaultConfig()
+	}
+	o.applyFlags(cfg)
+	if o.fs.Changed("pod-infra-container-image") {
+		warnings = append(warnings, "flag --pod-infra-container-image is ignored: the container runtime chooses the sandbox image (set it in the runtime's configuration, e.g. containerd's sandbox_image)")
+	}
+
+	errs := Validate(cfg)
+	s := &Settings{
+		Config:                  cfg,
+		ConfigFile:              o.ConfigFile,
+		KubeconfigPath:          o.KubeconfigPath,
+		BootstrapKubeconfigPath: o.BootstrapKubeconfigPath,
+		RootDir:                 o.RootDir,
+		CertDir:                 o.CertDir,
+		NodeLabels:              map[string]string{},
+	}
+	for k, v := range o.NodeLabels {
+		s.NodeLabels[k] = v
+	}
+	flagPath := func(name string) *field.Path { return field.NewPath("--" + name) }
+	if s.RootDir == "" {
+		errs = append(errs, field.Required(flagPath("root-dir"), "must not be empty"))
+	}
+	if s.CertDir == "" && s.RootDir != "" {
+		s.CertDir = filepath.Join(s.RootDir, "pki")
+	}
+	if s.BootstrapKubeconfigPath != "" && s.KubeconfigPath == "" {
+		errs = append(errs, field.Required(flagPath("kubeconfig"), "must be set when --bootstrap-kubeconfig is set (it names where the bootstrapped credentials are written)"))
+	}
+	ips, err := ParseNodeIPs(o.NodeIP)
+	if err != nil {
+		errs = append(errs, field.Invalid(flagPath("node-ip"), o.NodeIP, err.Error()))
+	}
+	s.NodeIPs = ips
+	s.NodeName, err = o.nodeName()
+	if err != nil {
+		errs = append(errs, field.Invalid(flagPath("hostname-override"), o.HostnameOverride, err.Error()))
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("invalid configuration%s:\n  %s", o.configSource(), joinErrors(errs))
+	}
+	s.Warnings = warnings
+	return s, nil
+}
+
+func (o *Options) configSource() string {
+	if o.ConfigFile == "" {
+		return ""
+	}
+	return " (config file " + o.ConfigFile + " and flags)"
+}
+
+func joinErrors(errs field.ErrorList) string {
+	msgs := make([]string, 0, len(errs))
+	for _, e := range errs {
+		msg := e.Error()
+		// Name the flag too when the field can be set by one.
+		for flag, name := range ConfigFlagNames {
+			if e.Field == name {
+				msg += " (flag --" + flag + ")"
+			}
+		}
+		msgs = append(msgs, msg)
+	}
+	return strings.Join(msgs, "\n  ")
+}
+
+// applyFlags copies every explicitly set config flag into cfg.
+func (o *Options) applyFlags(cfg *kubeletv1beta1.KubeletConfiguration) {
+	names := make([]string, 0, len(o.overrides))
+	for n := range o.overrides {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if o.fs.Changed(n) {
+			o.overrides[n](cfg, &o.flagCfg)
+		}
+	}
+}
+
+func (o *Options) nodeName() (string, error) {
+	name := strings.ToLower(strings.TrimSpace(o.HostnameOverride))
+	if name == "" {
+		h, err := o.hostname()
+		if err != nil {
+			return "", fmt.Errorf("cannot determine the hostname: %v", err)
+		}
+		name = strings.ToLower(strings.TrimSpace(h))
+		if name == "" {
+			return "", errors.New("the hostname is empty; set --hostname-override")
+		}
+	}
+	if msgs := utilvalidation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return "", fmt.Errorf("node name %q is not valid: %s", name, strings.Join(msgs, "; "))
+	}
+	return name, nil
+}
+
+// NewSettings parses a kubelet command line (without the program name) and
+// returns the resulting Settings. It knows only this package's flags:
+// klog's -v and --version belong to cmd/kubelet.
+func NewSettings(args []string) (*Settings, error) {
+	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
+	fs.SetOutput(new(strings.Builder))
+	o := NewOptions()
+	o.AddFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return o.Settings()
+}
+
+// ParseNodeIPs parses the --node-ip value: empty, one IP, or two IPs of
+// different families separated by a comma. An unspecified address
+// (0.0.0.0 or ::) is allowed only alone; it asks for the default address
+// of that family. The result holds the IPs in canonical form.
+func ParseNodeIPs(s string) ([]string, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		return nil, fmt.Errorf("at most two addresses (one IPv4, one IPv6) may be given, got %d", len(parts))
+	}
+	var ips []net.IP
+	for _, p := range parts {
+		p = strings.TrimSpace(p)
+		ip := net.ParseIP(p)
+		if ip == nil {
+			return nil, fmt.Errorf("%q is not an IP address", p)
+		}
+		ips = append(ips, ip)
+	}
+	if len(ips) == 2 {
+		if (ips[0].To4() == nil) == (ips[1].To4() == nil) {
+			return nil, errors.New("two addresses must be one IPv4 and one IPv6")
+		}
+		if ips[0].IsUnspecified() || ips[1].IsUnspecified() {
+			return nil, errors.New("an unspecified address (0.0.0.0 or ::) cannot be part of a dual-stack pair")
+		}
+	}
+	out := make([]string, len(ips))
+	for i, ip := range ips {
+		out[i] = ip.String()
+	}
+	return out, nil
+}
+
+// ParseNodeLabels parses "k=v,k2=v2" into a map, validating each key as a
+// qualified name, each value as a label value, and rejecting keys in the
+// kubernetes.io / k8s.io namespaces that a kubelet may not set on its Node.
+func ParseNodeLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	var problems []string
+	for _, pair := range strings.Split(s, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(pair, "=")
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%q: must be key=value", pair))
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		for _, msg := range utilvalidation.IsQualifiedName(k) {
+			problems = append(problems, fmt.Sprintf("key %q: %s", k, msg))
+		}
+		for _, msg := range utilvalidation.IsValidLabelValue(v) {
+			problems = append(problems, fmt.Sprintf("value %q of %q: %s", v, k, msg))
+		}
+		if isKubernetesLabel(k) && !kubeletapis.IsKubeletLabel(k) {
+			problems = append(problems, fmt.Sprintf("key %q: labels in the kubernetes.io and k8s.io namespaces must have one of the prefixes (%s) or be one of (%s)",
+				k, strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", ")))
+		}
+		out[k] = v
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	return out, nil
+}
+
+func isKubernetesLabel(key string) bool {
+	ns, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	ns = strings.ToLower(ns)
+	return ns == "kubernetes.io" || strings.HasSuffix(ns, ".kubernetes.io") ||
+		ns == "k8s.io" || strings.HasSuffix(ns, ".k8s.io")
+}
+
+// ParseTaints parses the --register-with-taints value: comma-separated
+// "key=value:Effect" or "key:Effect" items. Keys, values and effects
+// (NoSchedule, PreferNoSchedule, NoExecute) are validated, and the same
+// key/effect pair may not appear twice.
+func ParseTaints(s string) ([]v1.Taint, error) {
+	var taints []v1.Taint
+	if strings.TrimSpace(s) == "" {
+		return taints, nil
+	}
+	seen := map[string]bool{}
+	var problems []string
+	for _, item := range strings.Split(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		i := strings.LastIndex(item, ":")
+		if i < 0 {
+			problems = append(problems, fmt.Sprintf("%q: must be key=value:Effect or key:Effect", item))
+			continue
+		}
+		kv, effect := item[:i], item[i+1:]
+		k, v, _ := strings.Cut(kv, "=")
+		t := v1.Taint{Key: k, Value: v, Effect: v1.TaintEffect(effect)}
+		if errs := ValidateTaints(field.NewPath(item), []v1.Taint{t}); len(errs) > 0 {
+			problems = append(problems, errs.ToAggregate().Error())
+			continue
+		}
+		id := k + ":" + effect
+		if seen[id] {
+			problems = append(problems, fmt.Sprintf("%q: duplicate taint key %q with effect %s", item, k, effect))
+			continue
+		}
+		seen[id] = true
+		taints = append(taints, t)
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "; "))
+	}
+	return taints, nil
+}
+
+// labelsValue is the pflag.Value of --node-labels; repeated flags merge.
+type labelsValue struct{ m *map[string]string }
+
+func (l *labelsValue) String() string {
+	if l.m == nil || len(*l.m) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range sortedKeys(*l.m) {
+		parts = append(parts, k+"="+(*l.m)[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (l *labelsValue) Set(s string) error {
+	parsed, err := ParseNodeLabels(s)
+	if err != nil {
+		return err
+	}
+	if *l.m == nil {
+		*l.m = map[string]string{}
+	}
+	for k, v := range parsed {
+		(*l.m)[k] = v
+	}
+	return nil
+}
+
+func (l *labelsValue) Type() string { return "mapStringString" }
+
+// taintsValue is the pflag.Value of --register-with-taints; repeated flags
+// append.
+type taintsValue struct{ t *[]v1.Taint }
+
+func (tv *taintsValue) String() string {
+	if tv.t == nil {
+		return ""
+	}
+	var parts []string
+	for _, t := range *tv.t {
+		if t.Value == "" {
+			parts = append(parts, fmt.Sprintf("%s:%s", t.Key, t.Effect))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (tv *taintsValue) Set(s string) error {
+	parsed, err := ParseTaints(s)
+	if err != nil {
+		return err
+	}
+	*tv.t = append(*tv.t, parsed...)
+	return nil
+}
+
+func (tv *taintsValue) Type() string { return "[]<key>=<value>:<effect>" }
