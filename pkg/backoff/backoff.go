@@ -77,7 +77,7 @@ func (b *Backoff) Get(key string) time.Duration {
 // the failure happened at eventTime, and how long the current delay is.
 // It does not change the state.
 func (b *Backoff) InBackoffSince(key string, eventTime time.Time) (bool, time.Duration) {
-	return b.inBackoffAt(key, eventTime, b.clock.Now())
+	return b.InBackoffAt(key, eventTime, b.clock.Now())
 }
 
 // InBackoffSinceUpdate reports whether key is still backing off counted from
@@ -94,7 +94,9 @@ func (b *Backoff) InBackoffSinceUpdate(key string) (bool, time.Duration) {
 	return now.Sub(e.lastUpdate) < e.delay, e.delay
 }
 
-func (b *Backoff) inBackoffAt(key string, eventTime, now time.Time) (bool, time.Duration) {
+// InBackoffAt is InBackoffSince with the current time given, for pure
+// decision functions that take "now" as an input.
+func (b *Backoff) InBackoffAt(key string, eventTime, now time.Time) (bool, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.entries[key]
