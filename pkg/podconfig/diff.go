@@ -1,0 +1,159 @@
+package podconfig
+
+import (
+	"sort"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// podSet is one source's pods keyed by UID.
+type podSet map[types.UID]*v1.Pod
+
+// rejectedPod is a pod of an incoming set that the diff dropped, and why.
+type rejectedPod struct {
+	Pod    *v1.Pod
+	Reason string
+}
+
+// diff compares a source's new set of pods with the set the consumer knows
+// (old) and returns the new known set and the updates that take the
+// consumer from old to it, in the order REMOVE, ADD, UPDATE, DELETE,
+// RECONCILE, leaving out empty ones. It never modifies old or incoming:
+// next holds copies carrying the config.source and config.seen
+// annotations. now stamps config.seen on pods seen for the first time.
+//
+// A pod is:
+//   - ADD when its UID is new;
+//   - DELETE when anything but its status changed and it has a
+//     deletionTimestamp (the API server is gracefully deleting it);
+//   - UPDATE when its spec, labels, annotations (but config.seen), owner
+//     references or deletion grace period changed;
+//   - RECONCILE when only its status changed;
+//   - REMOVE when its UID is gone from the set.
+//
+// Pods without a UID, and later pods repeating a UID or a namespace/name of
+// the set, are dropped and returned in rejected.
+func diff(source string, old podSet, incoming []*v1.Pod, now time.Time) (next podSet, updates []PodUpdate, rejected []rejectedPod) {
+	next = make(podSet, len(incoming))
+	seenAt := now.UTC().Format(time.RFC3339Nano)
+	names := make(map[string]bool, len(incoming))
+	var adds, upds, dels, recs []*v1.Pod
+	for _, in := range incoming {
+		if in == nil {
+			continue
+		}
+		fullName := in.Namespace + "/" + in.Name
+		switch {
+		case in.UID == "":
+			rejected = append(rejected, rejectedPod{in, "pod has no UID"})
+			continue
+		case next[in.UID] != nil:
+			rejected = append(rejected, rejectedPod{in, "duplicate UID in the source"})
+			continue
+		case names[fullName]:
+			rejected = append(rejected, rejectedPod{in, "duplicate namespace/name in the source"})
+			continue
+		}
+		names[fullName] = true
+
+		pod := in.DeepCopy()
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[ConfigSourceAnnotation] = source
+		prev := old[pod.UID]
+		switch {
+		case prev != nil && prev.Annotations[ConfigSeenAnnotation] != "":
+			pod.Annotations[ConfigSeenAnnotation] = prev.Annotations[ConfigSeenAnnotation]
+		case pod.Annotations[ConfigSeenAnnotation] == "":
+			pod.Annotations[ConfigSeenAnnotation] = seenAt
+		}
+		next[pod.UID] = pod
+
+		switch {
+		case prev == nil:
+			adds = append(adds, pod)
+		case differsSemantically(prev, pod):
+			if pod.DeletionTimestamp != nil {
+				dels = append(dels, pod)
+			} else {
+				upds = append(upds, pod)
+			}
+		case !equality.Semantic.DeepEqual(prev.Status, pod.Status):
+			recs = append(recs, pod)
+		}
+	}
+
+	var removes []*v1.Pod
+	for uid, pod := range old {
+		if next[uid] == nil {
+			removes = append(removes, pod)
+		}
+	}
+	sort.Slice(removes, func(i, j int) bool {
+		a, b := removes[i], removes[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.UID < b.UID
+	})
+
+	for _, u := range []PodUpdate{
+		{Op: REMOVE, Pods: removes},
+		{Op: ADD, Pods: adds},
+		{Op: UPDATE, Pods: upds},
+		{Op: DELETE, Pods: dels},
+		{Op: RECONCILE, Pods: recs},
+	} {
+		if len(u.Pods) > 0 {
+			u.Source = source
+			updates = append(updates, u)
+		}
+	}
+	return next, updates, rejected
+}
+
+// differsSemantically reports whether anything the kubelet acts on changed
+// between two versions of a pod: everything but the status, the config.seen
+// annotation and bookkeeping such as resourceVersion or managedFields.
+func differsSemantically(a, b *v1.Pod) bool {
+	if a.Name != b.Name || a.Namespace != b.Namespace {
+		return true
+	}
+	if !equality.Semantic.DeepEqual(a.Spec, b.Spec) ||
+		!equality.Semantic.DeepEqual(a.Labels, b.Labels) ||
+		!equality.Semantic.DeepEqual(a.OwnerReferences, b.OwnerReferences) ||
+		!equality.Semantic.DeepEqual(a.DeletionTimestamp, b.DeletionTimestamp) ||
+		!equality.Semantic.DeepEqual(a.DeletionGracePeriodSeconds, b.DeletionGracePeriodSeconds) {
+		return true
+	}
+	return !annotationsEqualIgnoringSeen(a.Annotations, b.Annotations)
+}
+
+func annotationsEqualIgnoringSeen(a, b map[string]string) bool {
+	count := func(m map[string]string) int {
+		n := len(m)
+		if _, ok := m[ConfigSeenAnnotation]; ok {
+			n--
+		}
+		return n
+	}
+	if count(a) != count(b) {
+		return false
+	}
+	for k, v := range a {
+		if k == ConfigSeenAnnotation {
+			continue
+		}
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,199 @@
+package podconfig
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+func startMerger(t *testing.T) (*Merger, context.CancelFunc) {
+	t.Helper()
+	m := NewMerger()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := m.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Errorf("Run did not return after cancel")
+		}
+	})
+	return m, cancel
+}
+
+func send(t *testing.T, ch chan<- PodUpdate, u PodUpdate) {
+	t.Helper()
+	select {
+	case ch <- u:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("send of %s blocked", u.Op)
+	}
+}
+
+func receive(t *testing.T, m *Merger) PodUpdate {
+	t.Helper()
+	select {
+	case u := <-m.Updates():
+		return u
+	case <-time.After(5 * time.Second):
+		t.Fatal("no update")
+	}
+	return PodUpdate{}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestMergerSeenAllSources(t *testing.T) {
+	m, _ := startMerger(t)
+	file := m.Channel(SourceFile)
+	api := m.Channel(SourceAPI)
+	if m.Channel(SourceFile) != file {
+		t.Fatal("Channel returned a new channel for the same source")
+	}
+	if m.SeenAllSources(SourceFile, SourceAPI) {
+		t.Fatal("seen before any set")
+	}
+
+	send(t, file, PodUpdate{Op: SET, Source: SourceFile})
+	u := receive(t, m)
+	if u.Op != ADD || u.Source != SourceFile || len(u.Pods) != 0 {
+		t.Fatalf("first empty set gave %s/%s with %d pods, want an empty ADD", u.Op, u.Source, len(u.Pods))
+	}
+	eventually(t, "file seen", func() bool { return m.SeenAllSources(SourceFile) })
+	if m.SeenAllSources(SourceFile, SourceAPI) {
+		t.Fatal("api seen before it sent")
+	}
+
+	send(t, api, PodUpdate{Op: SET, Source: SourceAPI, Pods: []*v1.Pod{pod("a", "a")}})
+	// The source is not seen until its pods have been received.
+	time.Sleep(10 * time.Millisecond)
+	if m.SeenAllSources(SourceAPI) {
+		t.Fatal("api seen before its ADD was received")
+	}
+	u = receive(t, m)
+	if summary([]PodUpdate{u}) != "ADD:a" || u.Source != SourceAPI {
+		t.Fatalf("got %s from %s", summary([]PodUpdate{u}), u.Source)
+	}
+	eventually(t, "all seen", func() bool { return m.SeenAllSources(SourceFile, SourceAPI) })
+
+	// An unchanged set produces nothing; a change produces its update.
+	send(t, api, PodUpdate{Op: SET, Source: SourceAPI, Pods: []*v1.Pod{pod("a", "a")}})
+	send(t, api, PodUpdate{Op: SET, Source: SourceAPI, Pods: []*v1.Pod{pod("a", "a", withPhase(v1.PodRunning))}})
+	if got := summary([]PodUpdate{receive(t, m)}); got != "RECONCILE:a" {
+		t.Fatalf("got %s, want RECONCILE:a", got)
+	}
+}
+
+// A consumer that does not read must neither block the sources nor make
+// the merger lose what changed while it was away.
+func TestMergerSlowConsumerLosesNothing(t *testing.T) {
+	m, _ := startMerger(t)
+	file := m.Channel(SourceFile)
+	api := m.Channel(SourceAPI)
+	sets := [][]*v1.Pod{
+		{pod("a", "a")},
+		{pod("a", "a"), pod("b", "b")},
+		{pod("b", "b", withImage("img:2"))},
+		{pod("b", "b", withImage("img:2")), pod("c", "c")},
+	}
+	for i := 0; i < 50; i++ {
+		for _, s := range sets {
+			send(t, file, PodUpdate{Op: SET, Source: SourceFile, Pods: s})
+		}
+		send(t, api, PodUpdate{Op: SET, Source: SourceAPI, Pods: []*v1.Pod{pod("x", "x")}})
+	}
+
+	// Now consume, applying each update to a model of what the kubelet knows.
+	model := map[string]map[string]string{SourceFile: {}, SourceAPI: {}} // source -> uid -> image
+	want := "api[x=img:1] file[b=img:2 c=img:1]"
+	render := func() string {
+		var parts []string
+		for _, src := range []string{SourceAPI, SourceFile} {
+			var pods []string
+			for uid, img := range model[src] {
+				pods = append(pods, uid+"="+img)
+			}
+			sort.Strings(pods)
+			parts = append(parts, src+"["+strings.Join(pods, " ")+"]")
+		}
+		return strings.Join(parts, " ")
+	}
+	for render() != want {
+		u := receive(t, m)
+		for _, p := range u.Pods {
+			switch u.Op {
+			case ADD:
+				if _, ok := model[u.Source][string(p.UID)]; ok {
+					t.Fatalf("ADD of known pod %s", p.UID)
+				}
+				model[u.Source][string(p.UID)] = p.Spec.Containers[0].Image
+			case UPDATE, RECONCILE, DELETE:
+				if _, ok := model[u.Source][string(p.UID)]; !ok {
+					t.Fatalf("%s of unknown pod %s", u.Op, p.UID)
+				}
+				model[u.Source][string(p.UID)] = p.Spec.Containers[0].Image
+			case REMOVE:
+				delete(model[u.Source], string(p.UID))
+			}
+		}
+	}
+	select {
+	case u := <-m.Updates():
+		t.Fatalf("extra update %s after reaching the final state", summary([]PodUpdate{u}))
+	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+func TestMergerIncrementalOps(t *testing.T) {
+	m, _ := startMerger(t)
+	api := m.Channel(SourceAPI)
+	send(t, api, PodUpdate{Op: SET, Pods: []*v1.Pod{pod("a", "a")}})
+	if got := summary([]PodUpdate{receive(t, m)}); got != "ADD:a" {
+		t.Fatalf("got %s", got)
+	}
+	send(t, api, PodUpdate{Op: ADD, Pods: []*v1.Pod{pod("b", "b")}})
+	if got := summary([]PodUpdate{receive(t, m)}); got != "ADD:b" {
+		t.Fatalf("got %s", got)
+	}
+	send(t, api, PodUpdate{Op: REMOVE, Pods: []*v1.Pod{pod("a", "a")}})
+	if got := summary([]PodUpdate{receive(t, m)}); got != "REMOVE:a" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestMergerReceiverOwnsPods(t *testing.T) {
+	m, _ := startMerger(t)
+	file := m.Channel(SourceFile)
+	send(t, file, PodUpdate{Op: SET, Pods: []*v1.Pod{pod("a", "a")}})
+	u := receive(t, m)
+	if u.Pods[0].Annotations[ConfigSourceAnnotation] != SourceFile || u.Pods[0].Annotations[ConfigSeenAnnotation] == "" {
+		t.Fatalf("annotations %v: want config.source and config.seen", u.Pods[0].Annotations)
+	}
+	u.Pods[0].Spec.Containers[0].Image = "mutated"
+	send(t, file, PodUpdate{Op: SET, Pods: []*v1.Pod{pod("a", "a")}})
+	select {
+	case u := <-m.Updates():
+		t.Fatalf("receiver's edit leaked into the merger: %s", summary([]PodUpdate{u}))
+	case <-time.After(20 * time.Millisecond):
+	}
+}
