@@ -95,7 +95,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Var(&labelsValue{m: &o.NodeLabels}, "node-labels", fmt.Sprintf("Labels to add to the node when registering it, as key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces must have one of the prefixes (%s) or be one of (%s).", strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", ")))
 	fs.StringVar(&o.PodInfraContainerImage, "pod-infra-container-image", o.PodInfraContainerImage, "Accepted for compatibility and ignored: the container runtime chooses the sandbox (pause) image.")
 
-	o.bind("container-runtime-endpoint", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ContainerRuntimeEndpoint = s.ContainerRuntimeEndpoint })
+	o.bind("container-runtime-endpoint", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.ContainerRuntimeEndpoint = s.ContainerRuntimeEndpoint
+	})
 	fs.StringVar(&c.ContainerRuntimeEndpoint, "container-runtime-endpoint", c.ContainerRuntimeEndpoint, "Endpoint of the CRI container runtime service, e.g. unix:///run/containerd/containerd.sock.")
 	o.bind("pod-manifest-path", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.StaticPodPath = s.StaticPodPath })
 	fs.StringVar(&c.StaticPodPath, "pod-manifest-path", c.StaticPodPath, "Directory of static pod manifests to run, or a single manifest file. Files whose names start with a dot are ignored.")

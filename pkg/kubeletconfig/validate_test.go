@@ -69,17 +69,29 @@ func TestValidate(t *testing.T) {
 			c.SystemReserved = map[string]string{"memory": "1Gi", "cpu": "500m", "ephemeral-storage": "1Gi", "pid": "1000"}
 		}, nil},
 		{"topologyManagerPolicy", func(c *kubeletv1beta1.KubeletConfiguration) { c.TopologyManagerPolicy = "best" }, []string{"topologyManagerPolicy"}},
-		{"evictionHard unknown signal", func(c *kubeletv1beta1.KubeletConfiguration) { c.EvictionHard = map[string]string{"disk.available": "10%"} },
+		{"evictionHard unknown signal", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.EvictionHard = map[string]string{"disk.available": "10%"}
+		},
 			[]string{"evictionHard[disk.available]: Unsupported value: \"disk.available\""}},
-		{"evictionHard bad quantity", func(c *kubeletv1beta1.KubeletConfiguration) { c.EvictionHard = map[string]string{"memory.available": "lots"} }, []string{"evictionHard[memory.available]: Invalid value: \"lots\""}},
-		{"evictionHard zero", func(c *kubeletv1beta1.KubeletConfiguration) { c.EvictionHard = map[string]string{"memory.available": "0"} }, []string{"must be positive"}},
-		{"evictionHard percent > 100", func(c *kubeletv1beta1.KubeletConfiguration) { c.EvictionHard = map[string]string{"nodefs.available": "110%"} }, []string{"evictionHard[nodefs.available]"}},
-		{"evictionHard bad percent", func(c *kubeletv1beta1.KubeletConfiguration) { c.EvictionHard = map[string]string{"nodefs.available": "x%"} }, []string{"evictionHard[nodefs.available]"}},
+		{"evictionHard bad quantity", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.EvictionHard = map[string]string{"memory.available": "lots"}
+		}, []string{"evictionHard[memory.available]: Invalid value: \"lots\""}},
+		{"evictionHard zero", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.EvictionHard = map[string]string{"memory.available": "0"}
+		}, []string{"must be positive"}},
+		{"evictionHard percent > 100", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.EvictionHard = map[string]string{"nodefs.available": "110%"}
+		}, []string{"evictionHard[nodefs.available]"}},
+		{"evictionHard bad percent", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.EvictionHard = map[string]string{"nodefs.available": "x%"}
+		}, []string{"evictionHard[nodefs.available]"}},
 		{"evictionHard all signals ok", func(c *kubeletv1beta1.KubeletConfiguration) {
 			c.EvictionHard = map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
 				"imagefs.available": "15%", "imagefs.inodesFree": "5%", "pid.available": "10%", "allocatableMemory.available": "1Gi"}
 		}, nil},
-		{"evictionSoft without grace period", func(c *kubeletv1beta1.KubeletConfiguration) { c.EvictionSoft = map[string]string{"memory.available": "1Gi"} }, []string{"evictionSoftGracePeriod[memory.available]: Required value"}},
+		{"evictionSoft without grace period", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.EvictionSoft = map[string]string{"memory.available": "1Gi"}
+		}, []string{"evictionSoftGracePeriod[memory.available]: Required value"}},
 		{"evictionSoft with grace period ok", func(c *kubeletv1beta1.KubeletConfiguration) {
 			c.EvictionSoft = map[string]string{"memory.available": "1Gi"}
 			c.EvictionSoftGracePeriod = map[string]string{"memory.available": "1m30s"}
@@ -87,12 +99,18 @@ func TestValidate(t *testing.T) {
 		{"evictionSoftGracePeriod bad duration", func(c *kubeletv1beta1.KubeletConfiguration) {
 			c.EvictionSoftGracePeriod = map[string]string{"memory.available": "soon"}
 		}, []string{"evictionSoftGracePeriod[memory.available]: Invalid value: \"soon\""}},
-		{"evictionMinimumReclaim zero ok", func(c *kubeletv1beta1.KubeletConfiguration) { c.EvictionMinimumReclaim = map[string]string{"memory.available": "0"} }, nil},
-		{"evictionMinimumReclaim negative", func(c *kubeletv1beta1.KubeletConfiguration) { c.EvictionMinimumReclaim = map[string]string{"memory.available": "-1Mi"} }, []string{"evictionMinimumReclaim[memory.available]"}},
+		{"evictionMinimumReclaim zero ok", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.EvictionMinimumReclaim = map[string]string{"memory.available": "0"}
+		}, nil},
+		{"evictionMinimumReclaim negative", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.EvictionMinimumReclaim = map[string]string{"memory.available": "-1Mi"}
+		}, []string{"evictionMinimumReclaim[memory.available]"}},
 		{"staticPodURL", func(c *kubeletv1beta1.KubeletConfiguration) { c.StaticPodURL = "not a url" }, []string{"staticPodURL: Invalid value: \"not a url\""}},
 		{"staticPodURL no scheme", func(c *kubeletv1beta1.KubeletConfiguration) { c.StaticPodURL = "example.com/pods" }, []string{"staticPodURL"}},
 		{"staticPodURL ok", func(c *kubeletv1beta1.KubeletConfiguration) { c.StaticPodURL = "https://example.com/pods.yaml" }, nil},
-		{"staticPodURLHeader bad name", func(c *kubeletv1beta1.KubeletConfiguration) { c.StaticPodURLHeader = map[string][]string{"bad header": {"x"}} }, []string{"staticPodURLHeader[bad header]"}},
+		{"staticPodURLHeader bad name", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.StaticPodURLHeader = map[string][]string{"bad header": {"x"}}
+		}, []string{"staticPodURLHeader[bad header]"}},
 		{"containerRuntimeEndpoint empty", func(c *kubeletv1beta1.KubeletConfiguration) { c.ContainerRuntimeEndpoint = "" }, []string{"containerRuntimeEndpoint: Required value"}},
 		{"containerRuntimeEndpoint scheme", func(c *kubeletv1beta1.KubeletConfiguration) { c.ContainerRuntimeEndpoint = "http://x" }, []string{"containerRuntimeEndpoint: Invalid value"}},
 		{"imageServiceEndpoint", func(c *kubeletv1beta1.KubeletConfiguration) { c.ImageServiceEndpoint = "/run/x.sock" }, []string{"imageServiceEndpoint"}},
@@ -103,7 +121,10 @@ func TestValidate(t *testing.T) {
 		{"podLogsDir unclean", func(c *kubeletv1beta1.KubeletConfiguration) { c.PodLogsDir = "/var/log/../pods/" }, []string{"podLogsDir"}},
 		{"clusterDNS", func(c *kubeletv1beta1.KubeletConfiguration) { c.ClusterDNS = []string{"10.0.0.10", "dns"} }, []string{"clusterDNS[1]: Invalid value: \"dns\""}},
 		{"clusterDomain", func(c *kubeletv1beta1.KubeletConfiguration) { c.ClusterDomain = "Cluster_Local" }, []string{"clusterDomain"}},
-		{"clusterDomain ok", func(c *kubeletv1beta1.KubeletConfiguration) { c.ClusterDomain = "cluster.local"; c.ClusterDNS = []string{"10.96.0.10", "fd00::a"} }, nil},
+		{"clusterDomain ok", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.ClusterDomain = "cluster.local"
+			c.ClusterDNS = []string{"10.96.0.10", "fd00::a"}
+		}, nil},
 		{"registerWithTaints effect", func(c *kubeletv1beta1.KubeletConfiguration) {
 			c.RegisterWithTaints = []v1.Taint{{Key: "a", Effect: "Never"}}
 		}, []string{"registerWithTaints[0].effect: Unsupported value: \"Never\""}},
