@@ -94,6 +94,7 @@ gk_ctrd_pid() {
 gk_write_if_changed() {
   local file=$1 tmp
   tmp=$(mktemp "$file.XXXXXX")
+  chmod 0644 "$tmp"
   cat >"$tmp"
   if [ -f "$file" ] && cmp -s "$tmp" "$file"; then
     rm -f "$tmp"
