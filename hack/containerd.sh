@@ -249,9 +249,12 @@ down() {
   fi
   stop_daemon
   cleanup_network
-  gk_umount_under "$GK_RUN" || gk_die "leftover mounts under $GK_RUN; not removing it"
+  gk_umount_under "$GK_RUN/containerd" || gk_die "leftover mounts under $GK_RUN/containerd; not removing it"
   gk_umount_under "$GK_CTRD_ROOT" || gk_die "leftover mounts under $GK_CTRD_ROOT; not removing state"
-  rm -rf --one-file-system "$GK_RUN"
+  # Only what containerd owns: other components may keep files in $GK_RUN.
+  rm -rf --one-file-system "$GK_RUN/containerd"
+  rm -f "$GK_CTRD_SOCK" "$GK_CTRD_SOCK.ttrpc" "$GK_CTRD_PID"
+  rmdir "$GK_RUN" 2>/dev/null || true
   if [ -n "$purge" ]; then
     rm -rf --one-file-system "$GK_CTRD_DIR" "$GK_LIB/cni" "$GK_LIB/images.stamp"
     rmdir "$GK_LIB" 2>/dev/null || true
