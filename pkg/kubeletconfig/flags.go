@@ -463,4 +463,4 @@ func (tv *taintsValue) Set(s string) error {
 	return nil
 }
 
-func (tv *taintsValue) Type() string { return "[]<key>=<value>:<effect>" }
+func (tv *taintsValue) Type() string { return "taints" }

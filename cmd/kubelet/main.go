@@ -1,0 +1,122 @@
+// Command kubelet is the node agent. It reads the KubeletConfiguration file
+// and flags (package kubeletconfig decides what they mean), logs any
+// warnings about accepted-but-unimplemented settings, and runs the kubelet
+// (package kubelet) until SIGTERM or SIGINT.
+//
+// A configuration error is printed on stderr and the process exits with
+// status 1 before anything starts.
+package main
+
+import (
+	"context"
+	goflag "flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
+
+	"github.com/gokubelet/kubelet/pkg/kubelet"
+	"github.com/gokubelet/kubelet/pkg/kubeletconfig"
+)
+
+// version is the kubelet's version, set at build time with
+// -ldflags "-X main.version=v1.2.3".
+var version = "v0.1.0-dev"
+
+// runFunc starts the kubelet; kubelet.Run in production, a fake in tests.
+type runFunc func(ctx context.Context, s *kubeletconfig.Settings) error
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	cmd := newCommand(ctx, os.Stdout, os.Stderr, kubelet.Run)
+	err := cmd.Execute()
+	stop()
+	klog.Flush()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubelet: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// newCommand builds the root command. Errors are returned, not printed:
+// main prints them and exits 1.
+func newCommand(ctx context.Context, stdout, stderr io.Writer, run runFunc) *cobra.Command {
+	opts := kubeletconfig.NewOptions()
+	var showVersion bool
+
+	cmd := &cobra.Command{
+		Use:   "kubelet",
+		Short: "The node agent: registers the node and runs the pods bound to it",
+		Long: `The kubelet runs on every node. It registers the node with the API server
+(or, without --kubeconfig, runs standalone), keeps the node's lease and
+status, runs the pods bound to the node through a CRI container runtime,
+probes them and reports their status, and serves the kubelet API.
+
+Configuration comes from a KubeletConfiguration file (--config,
+kubelet.config.k8s.io/v1beta1) with flags given on the command line taking
+precedence. Unknown fields and invalid values are errors; upstream fields
+this kubelet does not implement yet are accepted with a warning.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return fmt.Errorf("unexpected arguments %q: the kubelet takes flags only", args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if showVersion {
+				fmt.Fprintf(stdout, "kubelet %s\n", version)
+				return nil
+			}
+			settings, err := opts.Settings()
+			if err != nil {
+				return err
+			}
+			for _, w := range settings.Warnings {
+				klog.Warning(w)
+			}
+			klog.InfoS("Starting kubelet", "version", version, "node", settings.NodeName,
+				"config", settings.ConfigFile, "standalone", settings.Standalone())
+			return run(ctx, settings)
+		},
+	}
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+
+	fs := cmd.Flags()
+	fs.SetNormalizeFunc(wordSepNormalize)
+	opts.AddFlags(fs)
+	fs.BoolVar(&showVersion, "version", false, "Print the kubelet's version and exit.")
+	addKlogFlags(fs)
+	return cmd
+}
+
+// addKlogFlags exposes klog's verbosity flags: --v (also -v) and --vmodule.
+func addKlogFlags(fs *pflag.FlagSet) {
+	gfs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(gfs)
+	for _, name := range []string{"v", "vmodule"} {
+		f := gfs.Lookup(name)
+		pf := pflag.PFlagFromGoFlag(f)
+		switch name {
+		case "v":
+			pf.Usage = "Log verbosity level (higher is more verbose)."
+		case "vmodule":
+			pf.Usage = "Per-file log verbosity, as comma-separated pattern=N entries (e.g. podworkers*=4)."
+		}
+		fs.AddFlag(pf)
+	}
+}
+
+// wordSepNormalize lets flags be spelled with '_' as well as '-', as
+// upstream accepts.
+func wordSepNormalize(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+}
