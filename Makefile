@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 OUT := _output
 
-.PHONY: all build run stop down test unit integration images containerd deps clean
+.PHONY: all build run stop down test images cluster cluster-down deps clean
 
 all: build
 
@@ -26,6 +26,18 @@ test:
 
 deps:
 	hack/install-deps.sh
+
+# Import the local images (pause, test image) into the node's containerd.
+images:
+	hack/images.sh node
+
+# A local control plane (etcd, kube-apiserver, controller-manager, scheduler)
+# with this kubelet joined as its node.
+cluster:
+	hack/cluster.sh up
+
+cluster-down:
+	hack/cluster.sh down
 
 clean:
 	rm -rf $(OUT)

@@ -90,6 +90,7 @@ up() {
   if [ -n "${NODE_KUBECONFIG:-}" ]; then
     args+=(--kubeconfig "$NODE_KUBECONFIG")
     [ -z "${NODE_NAME:-}" ] || args+=(--hostname-override "$NODE_NAME")
+    [ -z "${NODE_IP:-}" ] || args+=(--node-ip "$NODE_IP")
   fi
   # Restart only when the binary, the config or the arguments changed.
   local stamp
