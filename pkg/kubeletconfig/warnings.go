@@ -33,7 +33,7 @@ var ImplementedFields = []string{
 	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
 	// Pods and resources.
 	"maxPods", "podPidsLimit", "cgroupDriver", "cgroupsPerQOS", "cgroupRoot",
-	"kubeReserved", "systemReserved", "evictionHard", "failSwapOn",
+	"kubeReserved", "systemReserved", "evictionHard", "mergeDefaultEvictionSettings", "failSwapOn",
 	// Networking and DNS.
 	"clusterDNS", "clusterDomain", "resolvConf", "hairpinMode",
 	// Logs.
