@@ -77,7 +77,9 @@ func (m *Merger) Updates() <-chan PodUpdate {
 }
 
 // SeenAllSources reports whether every named source has sent at least one
-// set and the updates for it have been received from Updates.
+// set and the updates for it have been received from Updates. It turns true
+// just after the receive, never before, so a caller that has not yet
+// received a source's pods can never be told the source was seen.
 func (m *Merger) SeenAllSources(sources ...string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
