@@ -1,0 +1,114 @@
+package kuberuntime
+
+import (
+	"encoding/json"
+	"strconv"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// CRI label and annotation keys. The names are the upstream kubelet's so
+// that tools (crictl, log collectors) that match on them keep working.
+const (
+	LabelPodName       = "io.kubernetes.pod.name"
+	LabelPodNamespace  = "io.kubernetes.pod.namespace"
+	LabelPodUID        = "io.kubernetes.pod.uid"
+	LabelContainerName = "io.kubernetes.container.name"
+
+	AnnotationContainerHash            = "io.kubernetes.container.hash"
+	AnnotationRestartCount             = "io.kubernetes.container.restartCount"
+	AnnotationTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
+	AnnotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
+	AnnotationTerminationGracePeriod   = "io.kubernetes.pod.terminationGracePeriod"
+	AnnotationContainerPorts           = "io.kubernetes.container.ports"
+	AnnotationContainerImage           = "io.kubernetes.container.image"
+)
+
+func sandboxLabels(pod *v1.Pod) map[string]string {
+	l := map[string]string{}
+	for k, v := range pod.Labels {
+		l[k] = v
+	}
+	l[LabelPodName] = pod.Name
+	l[LabelPodNamespace] = pod.Namespace
+	l[LabelPodUID] = string(pod.UID)
+	return l
+}
+
+func sandboxAnnotations(pod *v1.Pod) map[string]string {
+	a := map[string]string{}
+	for k, v := range pod.Annotations {
+		a[k] = v
+	}
+	return a
+}
+
+func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
+	l := sandboxLabels(pod)
+	l[LabelContainerName] = c.Name
+	return l
+}
+
+func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[string]string {
+	a := map[string]string{
+		AnnotationContainerHash:            strconv.FormatUint(HashContainer(c), 16),
+		AnnotationRestartCount:             strconv.Itoa(restartCount),
+		AnnotationTerminationMessagePath:   c.TerminationMessagePath,
+		AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
+		AnnotationContainerImage:           c.Image,
+	}
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		a[AnnotationTerminationGracePeriod] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
+	}
+	if len(c.Ports) > 0 {
+		if b, err := json.Marshal(c.Ports); err == nil {
+			a[AnnotationContainerPorts] = string(b)
+		}
+	}
+	return a
+}
+
+// podIdentity is what labels tell about the pod an object belongs to.
+type podIdentity struct {
+	UID       types.UID
+	Name      string
+	Namespace string
+}
+
+func identityFromLabels(labels map[string]string) (podIdentity, bool) {
+	uid := labels[LabelPodUID]
+	if uid == "" {
+		return podIdentity{}, false
+	}
+	return podIdentity{UID: types.UID(uid), Name: labels[LabelPodName], Namespace: labels[LabelPodNamespace]}, true
+}
+
+// containerInfo is what annotations tell about a container instance.
+type containerInfo struct {
+	Name         string
+	Hash         uint64
+	RestartCount int
+	GracePeriod  *int64
+	Image        string
+}
+
+func containerInfoFrom(labels, annotations map[string]string, md *runtimeapi.ContainerMetadata) containerInfo {
+	ci := containerInfo{Name: labels[LabelContainerName], Image: annotations[AnnotationContainerImage]}
+	if ci.Name == "" && md != nil {
+		ci.Name = md.Name
+	}
+	if h, err := strconv.ParseUint(annotations[AnnotationContainerHash], 16, 64); err == nil {
+		ci.Hash = h
+	}
+	if n, err := strconv.Atoi(annotations[AnnotationRestartCount]); err == nil {
+		ci.RestartCount = n
+	} else if md != nil {
+		ci.RestartCount = int(md.Attempt)
+	}
+	if g, err := strconv.ParseInt(annotations[AnnotationTerminationGracePeriod], 10, 64); err == nil {
+		ci.GracePeriod = &g
+	}
+	return ci
+}

@@ -1,0 +1,189 @@
+package kuberuntime
+
+import (
+	"bufio"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// Numbers of the upstream resource mapping (users see them in cgroups).
+const (
+	minShares     = 2
+	maxShares     = 262144
+	sharesPerCPU  = 1024
+	quotaPeriod   = 100000 // 100ms in µs
+	minQuotaPerio = 1000
+
+	guaranteedOOMScoreAdj = -997
+	besteffortOOMScoreAdj = 1000
+)
+
+// QOSClass returns the pod's QoS class: the one the API server recorded, or
+// computed from requests and limits the same way.
+func QOSClass(pod *v1.Pod) v1.PodQOSClass {
+	if pod.Status.QOSClass != "" {
+		return pod.Status.QOSClass
+	}
+	var ctrs []v1.Container
+	ctrs = append(ctrs, pod.Spec.InitContainers...)
+	ctrs = append(ctrs, pod.Spec.Containers...)
+	anySet := false
+	guaranteed := true
+	for _, c := range ctrs {
+		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
+			req, hasReq := nonZero(c.Resources.Requests, r)
+			lim, hasLim := nonZero(c.Resources.Limits, r)
+			if hasReq || hasLim {
+				anySet = true
+			}
+			if !hasLim {
+				guaranteed = false
+			} else if hasReq && req.Cmp(lim) != 0 {
+				guaranteed = false
+			}
+		}
+	}
+	switch {
+	case !anySet:
+		return v1.PodQOSBestEffort
+	case guaranteed:
+		return v1.PodQOSGuaranteed
+	default:
+		return v1.PodQOSBurstable
+	}
+}
+
+func nonZero(l v1.ResourceList, name v1.ResourceName) (resource.Quantity, bool) {
+	q, ok := l[name]
+	if !ok || q.IsZero() {
+		return q, false
+	}
+	return q, true
+}
+
+// CgroupParent returns the pod's cgroup parent for the CRI:
+// <root>/kubepods[/burstable|/besteffort]/pod<uid> with the cgroupfs driver,
+// the expanded systemd slice path with the systemd driver.
+func CgroupParent(pod *v1.Pod, driver, root string) string {
+	parts := []string{"kubepods"}
+	switch QOSClass(pod) {
+	case v1.PodQOSBurstable:
+		parts = append(parts, "burstable")
+	case v1.PodQOSBestEffort:
+		parts = append(parts, "besteffort")
+	}
+	parts = append(parts, "pod"+string(pod.UID))
+	if driver != CgroupDriverSystemd {
+		return path.Join(append([]string{"/", root}, parts...)...)
+	}
+	// systemd: each level is a slice named after all its ancestors, with
+	// dashes in names escaped to underscores.
+	out := "/"
+	if root != "" && root != "/" {
+		out = root
+	}
+	prefix := ""
+	for _, p := range parts {
+		p = strings.ReplaceAll(p, "-", "_")
+		if prefix != "" {
+			prefix += "-"
+		}
+		prefix += p
+		out = path.Join(out, prefix+".slice")
+	}
+	return out
+}
+
+func milliCPUToShares(milli int64) int64 {
+	if milli == 0 {
+		return minShares
+	}
+	s := milli * sharesPerCPU / 1000
+	if s < minShares {
+		return minShares
+	}
+	if s > maxShares {
+		return maxShares
+	}
+	return s
+}
+
+func milliCPUToQuota(milli, period int64) int64 {
+	if milli == 0 {
+		return 0
+	}
+	q := milli * period / 1000
+	if q < minQuotaPerio {
+		q = minQuotaPerio
+	}
+	return q
+}
+
+// OOMScoreAdj returns the oom_score_adj the upstream kubelet gives a
+// container by QoS: -997 guaranteed, 1000 best-effort, and for burstable
+// 1000 - 1000*memoryRequest/machineMemory, kept within [3, 999]. The
+// runtime may clamp it (containerd's restrict_oom_score_adj).
+func OOMScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
+	switch QOSClass(pod) {
+	case v1.PodQOSGuaranteed:
+		return guaranteedOOMScoreAdj
+	case v1.PodQOSBestEffort:
+		return besteffortOOMScoreAdj
+	}
+	if pod.Spec.PriorityClassName == "system-node-critical" || pod.Spec.PriorityClassName == "system-cluster-critical" {
+		return guaranteedOOMScoreAdj
+	}
+	req := c.Resources.Requests.Memory().Value()
+	if memCapacity <= 0 {
+		return besteffortOOMScoreAdj - 1
+	}
+	adj := 1000 - (1000*req)/memCapacity
+	if adj < 1000+guaranteedOOMScoreAdj {
+		return 1000 + guaranteedOOMScoreAdj
+	}
+	if adj >= besteffortOOMScoreAdj {
+		return besteffortOOMScoreAdj - 1
+	}
+	return adj
+}
+
+// linuxResources maps a container's requests and limits to CRI resources.
+func linuxResources(pod *v1.Pod, c *v1.Container, memCapacity int64) *runtimeapi.LinuxContainerResources {
+	r := &runtimeapi.LinuxContainerResources{}
+	cpuReq := c.Resources.Requests.Cpu().MilliValue()
+	if _, ok := c.Resources.Requests[v1.ResourceCPU]; !ok {
+		// The API server defaults requests to limits; do it for static pods.
+		cpuReq = c.Resources.Limits.Cpu().MilliValue()
+	}
+	r.CpuShares = milliCPUToShares(cpuReq)
+	if lim := c.Resources.Limits.Cpu().MilliValue(); lim > 0 {
+		r.CpuPeriod = quotaPeriod
+		r.CpuQuota = milliCPUToQuota(lim, quotaPeriod)
+	}
+	r.MemoryLimitInBytes = c.Resources.Limits.Memory().Value()
+	r.OomScoreAdj = OOMScoreAdj(pod, c, memCapacity)
+	return r
+}
+
+func readMemTotal() int64 {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 2 && fields[0] == "MemTotal:" {
+			kb, _ := strconv.ParseInt(fields[1], 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
+}
