@@ -354,4 +354,4 @@ func (r ownPods) StatusTarget(uid types.UID) (Target, bool) {
 }
 
 func (ownPods) PodTerminated(types.UID) bool { return true }
-func (ownPods) CanBeDeleted(*v1.Pod) bool     { return false }
+func (ownPods) CanBeDeleted(*v1.Pod) bool    { return false }
