@@ -50,6 +50,9 @@ func Compute(pod *v1.Pod, observed *container.PodStatus, waiting map[string]cont
 
 	s.InitContainerStatuses = ContainerStatuses(pod, true, observed, waiting, old.InitContainerStatuses, opts.RuntimeType)
 	s.ContainerStatuses = ContainerStatuses(pod, false, observed, waiting, old.ContainerStatuses, opts.RuntimeType)
+	if opts.Terminal {
+		markContainersTerminated(pod, &s)
+	}
 	SetStartedAndReady(pod, s.InitContainerStatuses, s.ContainerStatuses, opts.Probes)
 
 	// Phase, then the three-way rule: a terminal phase seen before (by us or
@@ -58,6 +61,9 @@ func Compute(pod *v1.Pod, observed *container.PodStatus, waiting map[string]cont
 		Terminal:    opts.Terminal,
 		Initialized: HasInitialized(pod, observed),
 	})
+	if opts.Terminal && !IsTerminal(s.Phase) && !IsStatic(pod) {
+		s.Phase = v1.PodFailed
+	}
 	if opts.FailReason != "" && !IsTerminal(old.Phase) && !IsTerminal(pod.Status.Phase) {
 		s.Phase, s.Reason, s.Message = v1.PodFailed, opts.FailReason, opts.FailMessage
 	}

@@ -160,3 +160,43 @@ func TestComputeInitFailedNever(t *testing.T) {
 	}
 	wantWaiting(t, s.ContainerStatuses[0], ReasonPodInitializing)
 }
+
+func TestComputeTerminalMarksContainers(t *testing.T) {
+	// Deleted while its image was being pulled: nothing ever ran.
+	pod := podOf(v1.RestartPolicyAlways, nil, nil, "a")
+	s := Compute(pod, nil, map[string]container.WaitingReason{"a": {Reason: "ErrImagePull"}}, nil, Options{Now: t0, Terminal: true})
+	if s.Phase != v1.PodFailed {
+		t.Errorf("phase %s", s.Phase)
+	}
+	if term := s.ContainerStatuses[0].State.Terminated; term == nil || term.Reason != ReasonStatusUnknown || term.ExitCode != 137 {
+		t.Errorf("state %+v", s.ContainerStatuses[0].State)
+	}
+
+	// Init container j never ran; i ran and is stuck: i terminated, j and
+	// the app container stay waiting.
+	pod = podOf(v1.RestartPolicyAlways, []string{"i", "j"}, nil, "a")
+	s = Compute(pod, observedOf(inst("i", "c1", container.StateRunning, 0, 0, t0)), nil, nil, Options{Now: t0, Terminal: true})
+	if s.Phase != v1.PodFailed {
+		t.Errorf("phase %s", s.Phase)
+	}
+	if s.InitContainerStatuses[0].State.Terminated == nil || s.InitContainerStatuses[1].State.Waiting == nil || s.ContainerStatuses[0].State.Waiting == nil {
+		t.Errorf("init %+v app %+v", s.InitContainerStatuses, s.ContainerStatuses)
+	}
+	if s.InitContainerStatuses[0].Started == nil || *s.InitContainerStatuses[0].Started {
+		t.Errorf("a terminated container must not be started")
+	}
+
+	// A finished job keeps its real outcome.
+	pod = podOf(v1.RestartPolicyNever, nil, nil, "a")
+	s = Compute(pod, observedOf(inst("a", "c1", container.StateExited, 0, 0, t0)), nil, nil, Options{Now: t0, Terminal: true})
+	if s.Phase != v1.PodSucceeded {
+		t.Errorf("phase %s", s.Phase)
+	}
+
+	// MarkTerminated on an existing status.
+	st := v1.PodStatus{Phase: v1.PodRunning, ContainerStatuses: cs(running("a"))}
+	MarkTerminated(podOf(v1.RestartPolicyAlways, nil, nil, "a"), &st)
+	if st.Phase != v1.PodFailed || st.ContainerStatuses[0].State.Terminated == nil {
+		t.Errorf("MarkTerminated: %+v", st)
+	}
+}

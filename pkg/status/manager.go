@@ -161,9 +161,12 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 	}
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
-		if o := findCondition(old.Conditions, c.Type); o != nil && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
+		o := findCondition(old.Conditions, c.Type)
+		switch {
+		case o != nil && o.Status == c.Status && !o.LastTransitionTime.IsZero():
 			c.LastTransitionTime = o.LastTransitionTime
-		} else if c.LastTransitionTime.IsZero() {
+		case c.LastTransitionTime.IsZero(), o != nil && !c.LastTransitionTime.After(o.LastTransitionTime.Time):
+			// Changed, and the caller's time does not say when: now.
 			c.LastTransitionTime = now
 		}
 	}

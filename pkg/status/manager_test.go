@@ -161,3 +161,19 @@ func TestNormalizedTimesCompareEqual(t *testing.T) {
 		t.Errorf("times must be kept at second precision: %v", got.ContainerStatuses[0].State.Running.StartedAt)
 	}
 }
+
+func TestTransitionTimeBumpedOnChangeEvenIfCallerCopiedOldTime(t *testing.T) {
+	now := t0
+	m := NewManager(Options{Now: clockAt(&now)})
+	pod := testPod("u1", "p", v1.RestartPolicyAlways)
+	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionFalse))
+	st, _ := m.GetPodStatus("u1")
+
+	now = t0.Add(time.Hour)
+	st.Conditions[0].Status = v1.ConditionTrue // LastTransitionTime still t0
+	m.SetPodStatus(pod, st)
+	got, _ := m.GetPodStatus("u1")
+	if c := findCondition(got.Conditions, v1.PodReady); !c.LastTransitionTime.Time.Equal(now) {
+		t.Errorf("transition time %v, want %v", c.LastTransitionTime, now)
+	}
+}
