@@ -94,7 +94,7 @@ func (m *Manager) Reconcile() {
 		api := tgt.Pod.Status.DeepCopy()
 		normalize(api)
 		want := forAPI(api, &e.status, finished)
-		differs := !equalStatus(api, want)
+		differs := !inSync(api, want)
 		if differs {
 			// The API changed behind our back, or a write was lost: patch
 			// from what the API shows, not from what we wrote.
@@ -137,6 +137,21 @@ func forAPI(api, ours *v1.PodStatus, finished bool) *v1.PodStatus {
 	return out
 }
 
+// inSync reports whether the API's status already shows want. An API server
+// that does not keep observedGeneration (the feature is off there) must not
+// make every pod look out of sync forever, so it is ignored when the API
+// shows none.
+func inSync(api, want *v1.PodStatus) bool {
+	if api.ObservedGeneration == 0 {
+		want = want.DeepCopy()
+		want.ObservedGeneration = 0
+		for i := range want.Conditions {
+			want.Conditions[i].ObservedGeneration = 0
+		}
+	}
+	return equalStatus(api, want)
+}
+
 // syncPod writes one pod's status and, when due, deletes it. A nil error
 // means there is nothing to retry.
 func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
@@ -167,7 +182,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 	normalize(&current.Status)
 	want := forAPI(&current.Status, ours, m.resolver.PodTerminated(uid))
 
-	if !equalStatus(&current.Status, want) {
+	if !inSync(&current.Status, want) {
 		patch, err := statusPatch(target.UID, &current.Status, want)
 		if err != nil {
 			return err
