@@ -82,7 +82,7 @@ func (b *Backoff) InBackoffSince(key string, eventTime time.Time) (bool, time.Du
 
 // InBackoffSinceUpdate reports whether key is still backing off counted from
 // its last Next call (for failures recorded at the time they happen, such as
-// image pulls), and the current delay.
+// image pulls), and how long is left.
 func (b *Backoff) InBackoffSinceUpdate(key string) (bool, time.Duration) {
 	now := b.clock.Now()
 	b.mu.Lock()
@@ -91,7 +91,11 @@ func (b *Backoff) InBackoffSinceUpdate(key string) (bool, time.Duration) {
 	if !ok {
 		return false, 0
 	}
-	return now.Sub(e.lastUpdate) < e.delay, e.delay
+	left := e.delay - now.Sub(e.lastUpdate)
+	if left <= 0 {
+		return false, 0
+	}
+	return true, left
 }
 
 // InBackoffAt is InBackoffSince with the current time given, for pure

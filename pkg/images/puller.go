@@ -43,6 +43,9 @@ type Error struct {
 	Reason  string
 	Message string
 	Err     error
+	// RetryAfter is how long until the pull back-off lets the next attempt
+	// through (ErrImagePull, ImagePullBackOff); 0 otherwise.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -197,11 +200,11 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 
 	key := string(pod.UID) + "_" + image
-	if in, _ := p.backoff.InBackoffSinceUpdate(key); in {
+	if in, left := p.backoff.InBackoffSinceUpdate(key); in {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 		p.recorder.Event(ref, v1.EventTypeNormal, EventBackOff, msg)
 		p.recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %s", ReasonImagePullBackOff)
-		return "", &Error{Reason: ReasonImagePullBackOff, Message: msg}
+		return "", &Error{Reason: ReasonImagePullBackOff, Message: msg, RetryAfter: left}
 	}
 
 	p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
@@ -220,12 +223,12 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	done := p.clock.Now()
 	if err != nil {
-		p.backoff.Next(key, done)
+		delay := p.backoff.Next(key, done)
 		logger.V(2).Info("Image pull failed", "pod", klog.KObj(pod), "image", c.Image, "err", err)
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
 		p.recorder.Event(ref, v1.EventTypeWarning, EventFailed, msg)
 		p.recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %s", ReasonErrImagePull)
-		return "", &Error{Reason: ReasonErrImagePull, Message: msg, Err: err}
+		return "", &Error{Reason: ReasonErrImagePull, Message: msg, Err: err, RetryAfter: delay}
 	}
 	p.backoff.Reset(key)
 	p.backoff.GC()

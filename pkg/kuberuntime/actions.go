@@ -57,6 +57,8 @@ type Deferred struct {
 	Init    bool
 	Reason  string
 	Message string
+	// RetryAfter is how long until the back-off ends.
+	RetryAfter time.Duration
 }
 
 // PodActions is what SyncPod must do for a pod, in this order: kill the pod
@@ -303,7 +305,8 @@ func deferRestart(pod *v1.Pod, c *v1.Container, latest *container.Status, bo Bac
 	if bo != nil {
 		if in, delay := bo.InBackoffAt(key, failedAt, now); in {
 			return Deferred{Name: c.Name, Reason: ReasonCrashLoopBackOff,
-				Message: fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, FormatPod(pod))}, true
+				Message:    fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, FormatPod(pod)),
+				RetryAfter: delay - now.Sub(failedAt)}, true
 		}
 	}
 	start.BackoffKey = key

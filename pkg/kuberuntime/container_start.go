@@ -197,7 +197,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, s ContainerTo
 		step.Action = container.ActionPull
 		step.Err = err
 		if e, ok := images.AsError(err); ok {
-			step.Reason, step.Message = e.Reason, e.Message
+			step.Reason, step.Message, step.RetryAfter = e.Reason, e.Message, e.RetryAfter
 		} else {
 			step.Reason, step.Message = images.ReasonErrImagePull, err.Error()
 		}

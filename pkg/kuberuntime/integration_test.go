@@ -132,6 +132,11 @@ func TestIntegrationPodLifecycle(t *testing.T) {
 		t.Fatalf("GetPods(false): %v, pod missing", err)
 	}
 
+	logFile := PodLogDir(m.opts.PodLogsDir, pod.Namespace, pod.Name, string(uid)) + "/app/0.log"
+	if _, err := os.Stat(logFile); err != nil {
+		t.Errorf("container log: %v", err)
+	}
+
 	if err := m.KillPod(ctx, pod, nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -161,4 +166,36 @@ func hasPod(pods []*container.RunningPod, uid types.UID) bool {
 		}
 	}
 	return false
+}
+
+func TestIntegrationCrashLoop(t *testing.T) {
+	m := realManager(t)
+	ctx := context.Background()
+	uid := types.UID(fmt.Sprintf("it-crash-%d", time.Now().UnixNano()))
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kuberuntime-crash", Namespace: "default", UID: uid},
+		Spec: v1.PodSpec{
+			RestartPolicy: v1.RestartPolicyOnFailure,
+			Containers: []v1.Container{{
+				Name: "crash", Image: "gokubelet.local/testimage:1.0", ImagePullPolicy: v1.PullNever,
+				Command: []string{"sh", "-c", "exit 3"},
+			}},
+		},
+	}
+	t.Cleanup(func() {
+		_ = m.KillPod(ctx, pod, nil, nil)
+		_ = m.RemovePod(ctx, uid)
+	})
+	st := syncUntil(t, m, pod, func(s *container.PodStatus) bool {
+		l := s.Latest("crash")
+		return l != nil && l.State == container.StateExited && l.RestartCount == 1
+	})
+	l := st.Latest("crash")
+	if l.ExitCode != 3 || l.FinishedAt.IsZero() {
+		t.Fatalf("exited instance: %+v", l)
+	}
+	r := m.SyncPod(ctx, pod, st)
+	if len(r.Steps) != 1 || r.Steps[0].Reason != ReasonCrashLoopBackOff || !strings.HasPrefix(r.Steps[0].Message, "back-off 10s restarting failed container=crash") || r.RetryAfter() <= 0 {
+		t.Fatalf("want CrashLoopBackOff 10s, got %+v", r.Steps)
+	}
 }

@@ -197,6 +197,9 @@ func TestSyncPodLifecycle(t *testing.T) {
 	if want := "back-off 10s restarting failed container=app pod=web_ns1(uid-1)"; r.Steps[0].Message != want {
 		t.Fatalf("message %q", r.Steps[0].Message)
 	}
+	if ra := r.RetryAfter(); ra != 9*time.Second {
+		t.Fatalf("RetryAfter %v, want 9s", ra)
+	}
 	if !OnlyDeferred(r) {
 		t.Fatalf("OnlyDeferred false")
 	}

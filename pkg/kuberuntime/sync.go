@@ -72,7 +72,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		if c := findContainer(pod, d.Name); c != nil {
 			m.opts.Recorder.Event(images.ContainerRef(pod, c), v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container "+d.Name+" in pod "+FormatPod(pod))
 		}
-		add(container.StepResult{Action: action, Container: d.Name, Err: errors.New(d.Message), Reason: d.Reason, Message: d.Message})
+		add(container.StepResult{Action: action, Container: d.Name, Err: errors.New(d.Message), Reason: d.Reason, Message: d.Message, RetryAfter: d.RetryAfter})
 	}
 
 	if len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && !a.CreateSandbox {
