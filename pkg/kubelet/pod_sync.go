@@ -1,0 +1,161 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/gokubelet/kubelet/pkg/container"
+	"github.com/gokubelet/kubelet/pkg/podstatus"
+)
+
+// The pod worker handlers. Each reads the pod's state from the runtime
+// first, so a decision is never made on a stale relist, and reads it again
+// right after acting, so the status reflects the action at once instead of
+// after the next relist.
+
+// SyncPod runs one round of convergence for a pod that should run.
+func (k *Kubelet) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration, error) {
+	rs, err := k.inspect(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		return false, 0, err
+	}
+	st := k.computeStatus(pod, rs, podstatus.Options{})
+	if reason, msg, ok := k.activeDeadlineExceeded(pod, st); ok {
+		k.recorder.Event(pod, v1.EventTypeNormal, reason, msg)
+		st = k.computeStatus(pod, rs, podstatus.Options{FailReason: reason, FailMessage: msg})
+	}
+	k.status.SetPodStatus(pod, st)
+	if podstatus.IsTerminal(st.Phase) {
+		return true, 0, nil
+	}
+
+	res := k.runtime.SyncPod(ctx, pod, rs)
+	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
+	k.reasons.update(pod.UID, res.WaitingReasons())
+	if res.Changed() {
+		if rs2, err := k.inspect(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+			k.status.SetPodStatus(pod, k.computeStatus(pod, rs2, podstatus.Options{}))
+		}
+	}
+	if err := res.Error(); err != nil {
+		return false, res.RetryAfter(), err
+	}
+	return false, k.deadlineRetry(pod, res.RetryAfter()), nil
+}
+
+// SyncTerminatingPod stops everything of the pod within its grace period.
+func (k *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, gracePeriod *int64, statusFn func(*v1.PodStatus)) error {
+	uid, name, ns := identity(pod, running)
+	rs, err := k.inspect(ctx, uid, name, ns)
+	if err != nil {
+		return err
+	}
+	live := runningPod(rs)
+	if live.Name == "" && running != nil {
+		live.Name, live.Namespace = running.Name, running.Namespace
+	}
+	if err := k.runtime.KillPod(ctx, pod, live, gracePeriod); err != nil {
+		return fmt.Errorf("killing pod: %w", err)
+	}
+	rs, err = k.inspect(ctx, uid, name, ns)
+	if err != nil {
+		return err
+	}
+	if pod != nil {
+		st := k.computeStatus(pod, rs, podstatus.Options{Terminal: true})
+		if statusFn != nil {
+			statusFn(&st)
+		}
+		k.status.SetPodStatus(pod, st)
+	}
+	if n := len(rs.Running()); n > 0 {
+		return fmt.Errorf("%d containers still running after kill", n)
+	}
+	if sb := rs.ReadySandbox(); sb != nil {
+		return fmt.Errorf("sandbox %s still ready after kill", sb.ID)
+	}
+	return nil
+}
+
+// SyncTerminatedPod releases what a stopped pod still holds. A pod that
+// left its source loses its runtime objects too; a pod that merely
+// finished keeps its exited containers (for logs and status) until then.
+func (k *Kubelet) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.Pod, removed bool) error {
+	if !removed {
+		return nil
+	}
+	if err := k.runtime.RemovePod(ctx, uid); err != nil {
+		return fmt.Errorf("removing pod from the runtime: %w", err)
+	}
+	k.pleg.Observe(&container.PodStatus{UID: uid})
+	k.reasons.remove(uid)
+	k.onPodRemoved(ctx, uid, pod)
+	return nil
+}
+
+// inspect reads a pod from the runtime and records it with the PLEG.
+func (k *Kubelet) inspect(ctx context.Context, uid types.UID, name, ns string) (*container.PodStatus, error) {
+	rs, err := k.runtime.GetPodStatus(ctx, uid, name, ns)
+	if err != nil {
+		return nil, fmt.Errorf("reading pod status from the runtime: %w", err)
+	}
+	k.pleg.Observe(rs)
+	return rs, nil
+}
+
+// computeStatus derives the pod's API status from the runtime's view.
+func (k *Kubelet) computeStatus(pod *v1.Pod, rs *container.PodStatus, opts podstatus.Options) v1.PodStatus {
+	var prev *v1.PodStatus
+	if old, ok := k.status.GetPodStatus(pod.UID); ok {
+		prev = &old
+	}
+	opts.Now = k.clock.Now()
+	opts.RuntimeType = k.runtime.Type()
+	opts.HostIPs = k.hostIPs
+	return podstatus.Compute(pod, rs, k.reasons.get(pod.UID), prev, opts)
+}
+
+// activeDeadlineExceeded reports whether the pod ran past
+// spec.activeDeadlineSeconds, counted from its start time.
+func (k *Kubelet) activeDeadlineExceeded(pod *v1.Pod, st v1.PodStatus) (string, string, bool) {
+	if pod.Spec.ActiveDeadlineSeconds == nil || st.StartTime == nil || podstatus.IsTerminal(st.Phase) {
+		return "", "", false
+	}
+	d := time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second
+	if k.clock.Since(st.StartTime.Time) < d {
+		return "", "", false
+	}
+	return "DeadlineExceeded", fmt.Sprintf("Pod was active on the node longer than the specified deadline"), true
+}
+
+// deadlineRetry shortens the next resync so an active deadline is noticed
+// when it passes.
+func (k *Kubelet) deadlineRetry(pod *v1.Pod, retry time.Duration) time.Duration {
+	if pod.Spec.ActiveDeadlineSeconds == nil {
+		return retry
+	}
+	st, ok := k.status.GetPodStatus(pod.UID)
+	if !ok || st.StartTime == nil {
+		return retry
+	}
+	left := time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second - k.clock.Since(st.StartTime.Time)
+	if left <= 0 {
+		left = time.Millisecond
+	}
+	if retry == 0 || left < retry {
+		return left
+	}
+	return retry
+}
+
+func identity(pod *v1.Pod, running *container.RunningPod) (types.UID, string, string) {
+	if pod != nil {
+		return pod.UID, pod.Name, pod.Namespace
+	}
+	return running.UID, running.Name, running.Namespace
+}

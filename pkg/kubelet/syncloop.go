@@ -1,0 +1,145 @@
+package kubelet
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/gokubelet/kubelet/pkg/container"
+	"github.com/gokubelet/kubelet/pkg/pleg"
+	"github.com/gokubelet/kubelet/pkg/podconfig"
+	"github.com/gokubelet/kubelet/pkg/podworkers"
+)
+
+// syncLoop is the kubelet's one select: pod config changes, runtime events
+// and housekeeping. It never does runtime work itself; it hands pods to
+// their workers, so one slow pod never holds up another.
+func (k *Kubelet) syncLoop(ctx context.Context) {
+	log := logger(ctx)
+	log.Info("Starting the sync loop")
+	housekeeping := k.clock.NewTicker(housekeepingPeriod)
+	defer housekeeping.Stop()
+	k.heartbeat()
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("Sync loop stopped")
+			return
+		case u, ok := <-k.merger.Updates():
+			if !ok {
+				return
+			}
+			k.handlePodUpdate(ctx, u)
+		case e := <-k.pleg.Events():
+			k.handlePLEGEvent(ctx, e)
+		case <-housekeeping.C():
+			k.housekeeping(ctx)
+		}
+		k.heartbeat()
+	}
+}
+
+// handlePodUpdate applies one merged config change.
+func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
+	log := logger(ctx)
+	if len(u.Pods) > 0 {
+		log.V(2).Info("Pod config update", "op", u.Op.String(), "source", u.Source, "pods", podNames(u.Pods))
+	}
+	switch u.Op {
+	case podconfig.ADD, podconfig.UPDATE, podconfig.RECONCILE:
+		k.pods.AddOrUpdate(u.Pods...)
+		for _, p := range u.Pods {
+			if isMirror(p) {
+				k.onMirrorPodChange(ctx, p)
+				continue
+			}
+			if u.Op == podconfig.RECONCILE {
+				continue
+			}
+			k.dispatch(ctx, p)
+		}
+	case podconfig.DELETE:
+		// Graceful deletion: the pod stays desired until its source drops
+		// it, but must stop within its deletion grace period.
+		k.pods.AddOrUpdate(u.Pods...)
+		for _, p := range u.Pods {
+			if isMirror(p) {
+				k.onMirrorPodChange(ctx, p)
+				continue
+			}
+			k.dispatch(ctx, p)
+		}
+	case podconfig.REMOVE:
+		k.pods.Remove(u.Pods...)
+		for _, p := range u.Pods {
+			if isMirror(p) {
+				k.onMirrorPodChange(ctx, p)
+				continue
+			}
+			k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, Remove: true})
+		}
+	}
+}
+
+// dispatch hands a desired pod to its worker: a sync, or a kill when the
+// pod is being deleted.
+func (k *Kubelet) dispatch(ctx context.Context, p *v1.Pod) {
+	if p.DeletionTimestamp != nil {
+		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, GracePeriod: p.DeletionGracePeriodSeconds})
+		return
+	}
+	if !k.admit(ctx, p) {
+		return
+	}
+	k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateSync, Pod: p})
+}
+
+// handlePLEGEvent wakes the worker of the pod that changed. Changes to
+// pods the kubelet does not want are left to housekeeping.
+func (k *Kubelet) handlePLEGEvent(ctx context.Context, e pleg.Event) {
+	if p, ok := k.pods.Get(e.UID); ok {
+		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateSync, Pod: p})
+	}
+}
+
+// housekeeping stops what nobody wants any more: runtime pods the sources
+// do not know (after a restart, or left by an earlier kubelet), and workers
+// of pods that left without a REMOVE. It waits until every source has
+// reported once, so a restarted kubelet never kills pods it simply has not
+// heard of yet.
+func (k *Kubelet) housekeeping(ctx context.Context) {
+	if !k.merger.SeenAllSources(k.sources...) || !k.pleg.HasRelisted() {
+		return
+	}
+	log := logger(ctx)
+	for _, rs := range k.pleg.Pods() {
+		if k.pods.Has(rs.UID) {
+			continue
+		}
+		if info, ok := k.workers.Get(rs.UID); ok && info.Removed {
+			continue
+		}
+		log.Info("Stopping a pod no source wants", "podUID", rs.UID, "pod", rs.Namespace+"/"+rs.Name)
+		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, RunningPod: runningPod(rs), Remove: true})
+	}
+	for _, info := range k.workers.List() {
+		if info.Removed || k.pods.Has(info.UID) {
+			continue
+		}
+		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, RunningPod: &container.RunningPod{UID: info.UID}, Remove: true})
+	}
+	k.housekeepingExtras(ctx)
+}
+
+// runningPod turns a relisted pod into the RunningPod a kill needs.
+func runningPod(s *container.PodStatus) *container.RunningPod {
+	return &container.RunningPod{UID: s.UID, Name: s.Name, Namespace: s.Namespace, Sandboxes: s.Sandboxes, Containers: s.Containers}
+}
+
+func podNames(pods []*v1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, p.Namespace+"/"+p.Name)
+	}
+	return out
+}
