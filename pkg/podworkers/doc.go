@@ -1,16 +1,16 @@
 // Package podworkers runs one worker goroutine per pod UID and owns each
 // pod's lifecycle state machine:
 //
-//	           SyncPod updates                kill requested, or
-//	          (coalesced: latest wins)        SyncPod reports terminal
-//	 ┌──────────┐ ──────────────────────────────▶ ┌─────────────┐
-//	 │ syncing  │                                 │ terminating │ SyncTerminatingPod
-//	 └──────────┘                                 └─────────────┘ until it succeeds
-//	                                                     │
-//	                                                     ▼
-//	                                              ┌────────────┐ SyncTerminatedPod
-//	                                              │ terminated │ until it succeeds;
-//	                                              └────────────┘ forgotten once removed
+//	          SyncPod updates                kill requested, or
+//	         (coalesced: latest wins)        SyncPod reports terminal
+//	┌──────────┐ ──────────────────────────────▶ ┌─────────────┐
+//	│ syncing  │                                 │ terminating │ SyncTerminatingPod
+//	└──────────┘                                 └─────────────┘ until it succeeds
+//	                                                    │
+//	                                                    ▼
+//	                                             ┌────────────┐ SyncTerminatedPod
+//	                                             │ terminated │ until it succeeds;
+//	                                             └────────────┘ forgotten once removed
 //
 // Rules the package guarantees:
 //   - at most one handler call runs per pod at a time; different pods run in

@@ -25,9 +25,9 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	remote "k8s.io/cri-client/pkg"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 )
 
