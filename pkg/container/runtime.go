@@ -79,8 +79,17 @@ type SyncResult struct {
 	Steps []StepResult
 }
 
-// Changed reports whether any step was attempted that changed the runtime.
-func (r SyncResult) Changed() bool { return len(r.Steps) > 0 }
+// Changed reports whether any step may have changed the runtime. A step
+// that failed and only says when to retry (a crash-loop or image-pull
+// back-off) changed nothing.
+func (r SyncResult) Changed() bool {
+	for _, s := range r.Steps {
+		if s.Err == nil || s.RetryAfter <= 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // Error joins the failed steps into one error, or nil.
 func (r SyncResult) Error() error {
