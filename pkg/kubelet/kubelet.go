@@ -74,6 +74,8 @@ type Kubelet struct {
 	sources []string
 
 	reasons reasonCache
+	// cluster is nil in standalone mode.
+	cluster *clusterParts
 
 	// loopHeartbeat is the unix nano time of the last sync loop iteration.
 	loopHeartbeat atomic.Int64

@@ -8,6 +8,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/container"
 	"github.com/gokubelet/kubelet/pkg/pleg"
 	"github.com/gokubelet/kubelet/pkg/podconfig"
+	"github.com/gokubelet/kubelet/pkg/podmanager"
 	"github.com/gokubelet/kubelet/pkg/podworkers"
 )
 
@@ -48,7 +49,8 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 	switch u.Op {
 	case podconfig.ADD, podconfig.UPDATE, podconfig.RECONCILE:
 		k.pods.AddOrUpdate(u.Pods...)
-		for _, p := range u.Pods {
+		// Admission sees pods in creation order, as upstream.
+		for _, p := range sortByCreation(u.Pods) {
 			if isMirror(p) {
 				k.onMirrorPodChange(ctx, p)
 				continue
@@ -72,6 +74,9 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 	case podconfig.REMOVE:
 		k.pods.Remove(u.Pods...)
 		for _, p := range u.Pods {
+			if podmanager.IsStaticPod(p) {
+				k.triggerMirrors()
+			}
 			if isMirror(p) {
 				k.onMirrorPodChange(ctx, p)
 				continue
@@ -82,10 +87,12 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 }
 
 // dispatch hands a desired pod to its worker: a sync, or a kill when the
-// pod is being deleted.
+// pod is being deleted. A deleted pod's runtime objects are removed once it
+// stopped, so the status manager can issue the final delete; the pod
+// itself stays desired until the API server drops it.
 func (k *Kubelet) dispatch(ctx context.Context, p *v1.Pod) {
 	if p.DeletionTimestamp != nil {
-		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, GracePeriod: p.DeletionGracePeriodSeconds})
+		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, GracePeriod: p.DeletionGracePeriodSeconds, Remove: true})
 		return
 	}
 	if !k.admit(ctx, p) {
