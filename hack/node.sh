@@ -9,8 +9,9 @@
 #   hack/node.sh status   print what runs
 #
 # Standalone by default: static pods from examples/static-pods (STATIC_POD_PATH
-# overrides). With NODE_KUBECONFIG set (hack/cluster.sh does it, or from
-# /var/lib/gokubelet/cluster/kubelet-env), the kubelet joins that cluster.
+# overrides). With NODE_KUBECONFIG set (hack/cluster.sh does it), the kubelet
+# joins that cluster, taking node name and IP from
+# /var/lib/gokubelet/cluster/kubelet-env.
 # The node's files: /var/lib/gokubelet/node/kubelet (root dir and config),
 # log /var/log/gokubelet/node-kubelet.log, pod logs /var/log/pods.
 set -euo pipefail
@@ -53,9 +54,13 @@ stop_kubelet() {
 
 write_config() {
   local kubeconfig_line="" cluster_lines=""
-  if [ -z "${NODE_KUBECONFIG:-}" ] && [ -f "$CLUSTER_ENV" ] && [ "${STANDALONE:-}" != 1 ]; then
+  if [ -n "${NODE_KUBECONFIG:-}" ] && [ -f "$CLUSTER_ENV" ]; then
+    # The cluster's facts for its node (name, IP, DNS); NODE_KUBECONFIG as
+    # given wins.
+    local kc=$NODE_KUBECONFIG
     # shellcheck disable=SC1090
     . "$CLUSTER_ENV"
+    NODE_KUBECONFIG=$kc
   fi
   if [ -n "${NODE_KUBECONFIG:-}" ]; then
     cluster_lines="clusterDomain: ${CLUSTER_DOMAIN:-cluster.local}"

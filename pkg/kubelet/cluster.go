@@ -11,6 +11,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -50,10 +51,31 @@ type clusterParts struct {
 	// mirrorTrigger (capacity 1) asks the mirror loop to reconcile now.
 	mirrorTrigger chan struct{}
 
+	// localNode is the Node built from local facts, used for admission
+	// until the API server's copy is known (as upstream does).
+	localNode *v1.Node
+
 	// admitted are the pods admission let in, by UID; rejected ones are
 	// remembered so they are not re-admitted on every update.
 	mu       sync.Mutex
 	admitted map[types.UID]bool
+}
+
+// admittedDecision returns the admission decision for a pod, if made.
+func (c *clusterParts) admittedDecision(uid types.UID) (bool, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.admitted[uid]
+	return d, ok
+}
+
+// node is the Node admission decides against: the API server's copy once
+// registered, the locally built one before.
+func (c *clusterParts) node() *v1.Node {
+	if n := c.nodeStatus.Node(); n != nil {
+		return n
+	}
+	return c.localNode
 }
 
 func (c *clusterParts) client() kubernetes.Interface {
@@ -104,6 +126,8 @@ func (k *Kubelet) connect(ctx context.Context, b record.EventBroadcaster, m mach
 		return nil, err
 	}
 	c := &clusterParts{kube: kube, mirrors: mirrorpod.New(kube), mirrorTrigger: make(chan struct{}, 1), admitted: map[types.UID]bool{}}
+	c.localNode = nodestatus.NewNode(&ncfg, m)
+	nodestatus.SetStatus(c.localNode, &ncfg, nodestatus.Inputs{Machine: m}, metav1.Now())
 	c.nodeStatus, err = nodestatus.NewController(nodestatus.Options{
 		Client:          kube,
 		Config:          ncfg,
@@ -193,8 +217,17 @@ func (k *Kubelet) readiness() nodestatus.Readiness {
 
 func isMirror(p *v1.Pod) bool { return podmanager.IsMirrorPod(p) }
 
-// onMirrorPodChange reacts to a mirror pod appearing, changing or going.
-func (k *Kubelet) onMirrorPodChange(ctx context.Context, p *v1.Pod) { k.triggerMirrors() }
+// onMirrorPodChange reacts to a mirror pod appearing, changing or going:
+// the mirror loop checks it, and the static pod's status is written to it
+// at once.
+func (k *Kubelet) onMirrorPodChange(ctx context.Context, mirror *v1.Pod) {
+	k.triggerMirrors()
+	if static, ok := k.pods.GetByFullName(podmanager.FullName(mirror)); ok {
+		if s, ok := k.status.(interface{ Sync(types.UID) }); ok {
+			s.Sync(static.UID)
+		}
+	}
+}
 
 func (k *Kubelet) triggerMirrors() {
 	if k.cluster == nil {
@@ -213,13 +246,13 @@ func (k *Kubelet) mirrorLoop(ctx context.Context) {
 	t := k.clock.NewTicker(mirrorResync)
 	defer t.Stop()
 	for {
+		k.reconcileMirrors(ctx)
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C():
 		case <-k.cluster.mirrorTrigger:
 		}
-		k.reconcileMirrors(ctx)
 	}
 }
 
@@ -232,7 +265,10 @@ func (k *Kubelet) reconcileMirrors(ctx context.Context) {
 		if !podmanager.IsStaticPod(p) {
 			continue
 		}
-		if info, ok := k.workers.Get(p.UID); ok && info.State != podworkers.Syncing {
+		if info, ok := k.workers.Get(p.UID); ok && info.Removed {
+			continue
+		}
+		if decided, ok := k.cluster.admittedDecision(p.UID); ok && !decided {
 			continue
 		}
 		wanted[podmanager.FullName(p)] = true
@@ -321,8 +357,7 @@ func (k *Kubelet) admit(ctx context.Context, p *v1.Pod) bool {
 	if podstatus.IsTerminal(p.Status.Phase) {
 		return false
 	}
-	node := c.nodeStatus.Node()
-	res := admission.Admit(p, node, k.activePods(p.UID))
+	res := admission.Admit(p, c.node(), k.activePods(p.UID))
 	c.mu.Lock()
 	c.admitted[p.UID] = res.Admit
 	c.mu.Unlock()

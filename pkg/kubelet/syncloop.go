@@ -58,6 +58,9 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 			if u.Op == podconfig.RECONCILE {
 				continue
 			}
+			if podmanager.IsStaticPod(p) {
+				k.triggerMirrors()
+			}
 			k.dispatch(ctx, p)
 		}
 	case podconfig.DELETE:
@@ -105,7 +108,7 @@ func (k *Kubelet) dispatch(ctx context.Context, p *v1.Pod) {
 // pods the kubelet does not want are left to housekeeping.
 func (k *Kubelet) handlePLEGEvent(ctx context.Context, e pleg.Event) {
 	if p, ok := k.pods.Get(e.UID); ok {
-		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateSync, Pod: p})
+		k.dispatch(ctx, p)
 	}
 }
 
