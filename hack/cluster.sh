@@ -3,7 +3,7 @@
 #
 #   hack/cluster.sh up              start etcd, kube-apiserver, kube-controller-manager,
 #                                   kube-scheduler (each only if not running), then the
-#                                   node via hack/node.sh if that script exists
+#                                   node via hack/node.sh (not with CLUSTER_NODE=0)
 #   hack/cluster.sh down [--purge]  stop the node and the control plane; --purge also
 #                                   deletes all cluster state ($CLUSTER_DIR)
 #   hack/cluster.sh status          what runs, and whether the apiserver is ready
@@ -285,7 +285,9 @@ cmd_up() {
   start_controller_manager
   start_scheduler
   wait_until "the default ServiceAccount" 90 kube-controller-manager default_sa_exists
-  if [ -x "$here/node.sh" ]; then
+  if [ "${CLUSTER_NODE:-1}" = 0 ]; then
+    log "CLUSTER_NODE=0: control plane only (node settings: $KUBELET_ENV)"
+  elif [ -x "$here/node.sh" ]; then
     NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" up >&2
   else
     log "hack/node.sh not found; control plane only (node settings: $KUBELET_ENV)"

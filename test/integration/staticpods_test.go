@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/gokubelet/kubelet/test/framework"
 )
 
 const webSpec = `  containers:
@@ -41,18 +43,18 @@ func TestStaticPodRuns(t *testing.T) {
 	if p.Status.PodIP == "" {
 		t.Fatalf("no pod IP: %s", describe(p))
 	}
-	n.eventually("the pod answers on its IP", func() (bool, string) {
-		code, body := httpGet(fmt.Sprintf("http://%s:8080/healthz", p.Status.PodIP))
+	framework.Eventually(t, "the pod answers on its IP", func() (bool, string) {
+		code, body := framework.HTTPGet(fmt.Sprintf("http://%s:8080/healthz", p.Status.PodIP))
 		return code == 200 && body == "ok", fmt.Sprintf("%d %s", code, body)
 	})
 	// Its log is where upstream puts it.
 	logFile := filepath.Join(n.logsDir, fmt.Sprintf("default_web-%s_%s", nodeName, p.UID), "web", "0.log")
-	n.eventually("the container log has the request", func() (bool, string) {
+	framework.Eventually(t, "the container log has the request", func() (bool, string) {
 		b, err := os.ReadFile(logFile)
 		return err == nil && strings.Contains(string(b), "/healthz"), fmt.Sprintf("%v %q", err, b)
 	})
 	// /runningpods shows it too.
-	code, body := httpGet(fmt.Sprintf("http://127.0.0.1:%d/runningpods/", n.roPort))
+	code, body := framework.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/runningpods/", n.roPort))
 	if code != 200 || !strings.Contains(body, string(p.UID)) {
 		t.Errorf("/runningpods: %d %s", code, body)
 	}
@@ -149,7 +151,7 @@ func TestRestartPolicyNeverEndsTerminal(t *testing.T) {
 	// Terminal pods are not run again: exactly one container instance each,
 	// and the sandbox is stopped.
 	for _, p := range []*v1.Pod{ok, bad} {
-		n.eventually(p.Name+" sandbox stopped", func() (bool, string) {
+		framework.Eventually(t, p.Name+" sandbox stopped", func() (bool, string) {
 			sbs, cs := runtimePod(t, string(p.UID))
 			return len(cs) == 1 && len(sbs) == 1 && sbs[0].State == runtimeapi.PodSandboxState_SANDBOX_NOTREADY, fmt.Sprintf("%d containers, sandboxes %v", len(cs), sbs)
 		})
@@ -215,11 +217,11 @@ func TestEditedManifestRecreatesPod(t *testing.T) {
       value: "2"
 `))
 	cur := n.waitPod("web", "a new UID Running", func(p *v1.Pod) bool { return p.UID != old.UID && isRunningReady(p) })
-	n.eventually("the old pod is gone from the runtime", func() (bool, string) {
+	framework.Eventually(t, "the old pod is gone from the runtime", func() (bool, string) {
 		sbs, cs := runtimePod(t, string(old.UID))
 		return len(sbs) == 0 && len(cs) == 0, fmt.Sprintf("%d sandboxes, %d containers", len(sbs), len(cs))
 	})
-	code, body := httpGet(fmt.Sprintf("http://%s:8080/env", cur.Status.PodIP))
+	code, body := framework.HTTPGet(fmt.Sprintf("http://%s:8080/env", cur.Status.PodIP))
 	if code != 200 || !strings.Contains(body, "VERSION=2") {
 		t.Errorf("the new pod does not run the edited spec: %d %s", code, body)
 	}
@@ -256,7 +258,7 @@ func TestRemovedManifestTearsDownWithinGrace(t *testing.T) {
 	} {
 		start := time.Now()
 		n.removeManifest(tc.file)
-		n.eventually(tc.pod.Name+" gone from the runtime", func() (bool, string) {
+		framework.Eventually(t, tc.pod.Name+" gone from the runtime", func() (bool, string) {
 			sbs, cs := runtimePod(t, string(tc.pod.UID))
 			return len(sbs) == 0 && len(cs) == 0, fmt.Sprintf("%d sandboxes, %d containers", len(sbs), len(cs))
 		})
@@ -268,7 +270,7 @@ func TestRemovedManifestTearsDownWithinGrace(t *testing.T) {
 			t.Errorf("%s still in /pods", tc.pod.Name)
 		}
 	}
-	if !strings.Contains(n.log.String(), "Killing") {
+	if !strings.Contains(n.Log(), "Killing") {
 		t.Errorf("no Killing event in the kubelet log")
 	}
 }
@@ -295,17 +297,17 @@ func TestKubeletRestartRestartsNoContainer(t *testing.T) {
 		_, cs := runtimePod(t, string(p.UID))
 		before[string(p.UID)] = containerIDs(cs)
 	}
-	n.kill9()
-	logBefore := len(n.log.String())
-	n.start()
+	n.Kill9(t)
+	logBefore := len(n.Log())
+	n.Start(t)
 	for uid := range before {
 		// Wait for the restarted kubelet's first sync of the pod, and check
 		// that it changed nothing.
 		re := syncedLine(uid)
-		n.eventually("first sync of "+uid+" after the restart", func() (bool, string) {
-			return re.MatchString(n.log.String()[logBefore:]), "no sync line yet"
+		framework.Eventually(t, "first sync of "+uid+" after the restart", func() (bool, string) {
+			return re.MatchString(n.Log()[logBefore:]), "no sync line yet"
 		})
-		m := re.FindStringSubmatch(n.log.String()[logBefore:])
+		m := re.FindStringSubmatch(n.Log()[logBefore:])
 		if m[1] != "false" {
 			t.Errorf("the restarted kubelet acted on pod %s: %s", uid, m[0])
 		}
@@ -350,8 +352,8 @@ func TestInvalidManifestIsReportedAndOthersRun(t *testing.T) {
 `))
 	n.writeManifest("garbage.yaml", "this: is: not yaml: [")
 	web := n.waitPod("web", "Running", isRunningReady)
-	n.eventually("both invalid manifests reported with their cause", func() (bool, string) {
-		log := n.log.String()
+	framework.Eventually(t, "both invalid manifests reported with their cause", func() (bool, string) {
+		log := n.Log()
 		return strings.Contains(log, "broken.yaml") && strings.Contains(log, "image") && strings.Contains(log, "garbage.yaml"), "not yet in the log"
 	})
 	if _, ok := n.pod("broken"); ok {

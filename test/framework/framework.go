@@ -1,0 +1,237 @@
+// Package framework is what the integration and end-to-end tiers share:
+// bringing up the project's test containerd, building the kubelet, running
+// it as a process, clearing the runtime between tests, and bounded waits.
+//
+// Tests that use it run one at a time: a kubelet owns every pod in its
+// runtime, so two kubelets must never share one containerd.
+package framework
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	cri "k8s.io/cri-api/pkg/apis"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/klog/v2"
+)
+
+// WaitLimit bounds every wait: a failure bound, not a performance goal.
+const WaitLimit = 90 * time.Second
+
+// RepoRoot is the repository root, found from the test's directory.
+func RepoRoot() string {
+	wd, _ := os.Getwd()
+	for d := wd; d != "/"; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+	}
+	return wd
+}
+
+// CRIEndpoint is the test runtime's endpoint (GOKUBELET_CRI_ENDPOINT, or the
+// project's "test" containerd instance).
+func CRIEndpoint() string {
+	if e := os.Getenv("GOKUBELET_CRI_ENDPOINT"); e != "" {
+		return e
+	}
+	return "unix:///run/gokubelet/test/containerd.sock"
+}
+
+// Script runs a hack/ script from the repository root.
+func Script(root string, args ...string) error {
+	cmd := exec.Command(filepath.Join(root, args[0]), args[1:]...)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %v\n%s", args, err, out)
+	}
+	return nil
+}
+
+// Setup brings up the test containerd with the local images, builds the
+// kubelet into dir and connects to the runtime. Both scripts are idempotent
+// and quick when everything is in place.
+func Setup(root, dir string) (kubeletBin string, rt cri.RuntimeService, err error) {
+	for _, args := range [][]string{{"hack/containerd.sh", "up", "test"}, {"hack/images.sh", "test"}} {
+		if err := Script(root, args...); err != nil {
+			return "", nil, err
+		}
+	}
+	kubeletBin = filepath.Join(dir, "kubelet")
+	build := exec.Command("go", "build", "-o", kubeletBin, "./cmd/kubelet")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", nil, fmt.Errorf("building the kubelet: %v\n%s", err, out)
+	}
+	logger := klog.Background()
+	rt, err = remote.NewRemoteRuntimeService(CRIEndpoint(), 10*time.Second, nil, &logger)
+	if err != nil {
+		return "", nil, fmt.Errorf("CRI at %s: %w", CRIEndpoint(), err)
+	}
+	if _, err := rt.Version(context.Background(), ""); err != nil {
+		return "", nil, fmt.Errorf("CRI at %s does not answer: %w", CRIEndpoint(), err)
+	}
+	return kubeletBin, rt, ClearRuntime(rt)
+}
+
+// ClearRuntime removes every pod sandbox (and so every container).
+func ClearRuntime(rt cri.RuntimeService) error {
+	ctx := context.Background()
+	sbs, err := rt.ListPodSandbox(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, sb := range sbs {
+		if err := rt.StopPodSandbox(ctx, sb.Id); err != nil {
+			return fmt.Errorf("stop sandbox %s: %w", sb.Id, err)
+		}
+		if err := rt.RemovePodSandbox(ctx, sb.Id); err != nil {
+			return fmt.Errorf("remove sandbox %s: %w", sb.Id, err)
+		}
+	}
+	return nil
+}
+
+// FreePort returns a free loopback TCP port.
+func FreePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Eventually polls cond every 100ms until it holds, failing the test at
+// WaitLimit with the last observation.
+func Eventually(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(WaitLimit)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last seen: %s", what, seen)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// HTTPGet returns the status and body of a GET (0 and the error on failure).
+func HTTPGet(url string) (int, string) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// Tail returns the last n lines of s.
+func Tail(s string, n int) string {
+	parts := strings.Split(s, "\n")
+	if len(parts) > n {
+		parts = parts[len(parts)-n:]
+	}
+	return strings.Join(parts, "\n")
+}
+
+// Kubelet is a kubelet process under test.
+type Kubelet struct {
+	Bin         string
+	Args        []string
+	HealthzPort int
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    syncBuffer
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Log is everything the kubelet printed, across restarts.
+func (k *Kubelet) Log() string { return k.log.String() }
+
+// Start launches the kubelet and waits until its healthz answers ok.
+func (k *Kubelet) Start(t *testing.T) {
+	t.Helper()
+	k.mu.Lock()
+	cmd := exec.Command(k.Bin, k.Args...)
+	cmd.Stdout, cmd.Stderr = &k.log, &k.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		k.mu.Unlock()
+		t.Fatalf("starting the kubelet: %v", err)
+	}
+	k.cmd = cmd
+	exited := make(chan struct{})
+	k.exited = exited
+	go func() { _ = cmd.Wait(); close(exited) }()
+	k.mu.Unlock()
+	Eventually(t, "kubelet healthz answers ok", func() (bool, string) {
+		select {
+		case <-exited:
+			t.Fatalf("kubelet exited at start:\n%s", Tail(k.Log(), 50))
+		default:
+		}
+		code, body := HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/healthz", k.HealthzPort))
+		return code == 200 && body == "ok", fmt.Sprintf("%d %q", code, body)
+	})
+}
+
+// Stop sends SIGTERM and waits for the exit.
+func (k *Kubelet) Stop(t *testing.T) { k.signal(t, syscall.SIGTERM) }
+
+// Kill9 kills the kubelet with SIGKILL, as a crash would.
+func (k *Kubelet) Kill9(t *testing.T) { k.signal(t, syscall.SIGKILL) }
+
+func (k *Kubelet) signal(t *testing.T, sig syscall.Signal) {
+	k.mu.Lock()
+	cmd, exited := k.cmd, k.exited
+	k.cmd = nil
+	k.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		t.Errorf("kubelet did not exit on %v within 30s", sig)
+	}
+}
