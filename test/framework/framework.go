@@ -50,10 +50,12 @@ func CRIEndpoint() string {
 	return "unix:///run/gokubelet/test/containerd.sock"
 }
 
-// Script runs a hack/ script from the repository root.
-func Script(root string, args ...string) error {
+// Script runs a hack/ script (a path relative to the repository root) in
+// the repository root; env entries (KEY=value) are added to its environment.
+func Script(root string, env []string, args ...string) error {
 	cmd := exec.Command(filepath.Join(root, args[0]), args[1:]...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("%v: %v\n%s", args, err, out)
 	}
@@ -65,7 +67,7 @@ func Script(root string, args ...string) error {
 // and quick when everything is in place.
 func Setup(root, dir string) (kubeletBin string, rt cri.RuntimeService, err error) {
 	for _, args := range [][]string{{"hack/containerd.sh", "up", "test"}, {"hack/images.sh", "test"}} {
-		if err := Script(root, args...); err != nil {
+		if err := Script(root, nil, args...); err != nil {
 			return "", nil, err
 		}
 	}
@@ -107,12 +109,21 @@ func ClearRuntime(rt cri.RuntimeService) error {
 // FreePort returns a free loopback TCP port.
 func FreePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := FreeTCPPort()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// FreeTCPPort returns a free loopback TCP port.
+func FreeTCPPort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Eventually polls cond every 100ms until it holds, failing the test at
@@ -213,25 +224,35 @@ func (k *Kubelet) Start(t *testing.T) {
 }
 
 // Stop sends SIGTERM and waits for the exit.
-func (k *Kubelet) Stop(t *testing.T) { k.signal(t, syscall.SIGTERM) }
+func (k *Kubelet) Stop(t *testing.T) {
+	if err := k.Signal(syscall.SIGTERM); err != nil {
+		t.Error(err)
+	}
+}
 
 // Kill9 kills the kubelet with SIGKILL, as a crash would.
-func (k *Kubelet) Kill9(t *testing.T) { k.signal(t, syscall.SIGKILL) }
+func (k *Kubelet) Kill9(t *testing.T) {
+	if err := k.Signal(syscall.SIGKILL); err != nil {
+		t.Error(err)
+	}
+}
 
-func (k *Kubelet) signal(t *testing.T, sig syscall.Signal) {
+// Signal sends sig and waits for the exit (SIGKILL after 30s).
+func (k *Kubelet) Signal(sig syscall.Signal) error {
 	k.mu.Lock()
 	cmd, exited := k.cmd, k.exited
 	k.cmd = nil
 	k.mu.Unlock()
 	if cmd == nil {
-		return
+		return nil
 	}
 	_ = cmd.Process.Signal(sig)
 	select {
 	case <-exited:
+		return nil
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		<-exited
-		t.Errorf("kubelet did not exit on %v within 30s", sig)
+		return fmt.Errorf("kubelet did not exit on %v within 30s", sig)
 	}
 }
