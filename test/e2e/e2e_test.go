@@ -150,7 +150,6 @@ func readEnv(path string) (map[string]string, error) {
 	return out, nil
 }
 
-
 // node starts the shared kubelet on first use and waits for the Node to be
 // Ready.
 func node(t *testing.T) string {
@@ -483,7 +482,7 @@ func TestAPIServerRestartResyncs(t *testing.T) {
 	}
 	var pid int
 	fmt.Sscan(strings.TrimSpace(string(b)), &pid)
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil { // a crash: harsher than a drain, and quick
 		t.Fatal(err)
 	}
 	framework.Eventually(t, "apiserver stopped", func() (bool, string) {
