@@ -60,6 +60,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	unlock, err := framework.LockCluster()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 1
+	}
+	defer unlock()
 	if err := setup(tmp); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
@@ -508,5 +514,51 @@ func TestAPIServerRestartResyncs(t *testing.T) {
 	framework.Eventually(t, "lease renewed after the restart", func() (bool, string) {
 		l2, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
 		return err == nil && l2.Spec.RenewTime.After(l1.Spec.RenewTime.Time), fmt.Sprint(err)
+	})
+}
+
+func TestActiveDeadlineEndsPodFailed(t *testing.T) {
+	node(t)
+	ns := namespace(t)
+	p := testPod("deadline")
+	p.Spec.ActiveDeadlineSeconds = ptr.To[int64](2)
+	if _, err := client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitPod(t, ns, "deadline", "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if got.Status.Reason != "DeadlineExceeded" {
+		t.Errorf("reason %q, want DeadlineExceeded", got.Status.Reason)
+	}
+	if c := got.Status.ContainerStatuses[0]; c.State.Terminated == nil {
+		t.Errorf("container not terminated in a failed pod: %+v", c.State)
+	}
+}
+
+func TestKubeletRecordsEvents(t *testing.T) {
+	node(t)
+	ns := namespace(t)
+	ctx := context.Background()
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, testPod("ev"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "ev", "Running", running)
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "ev", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "ev")
+	framework.Eventually(t, "kubelet events Pulled, Created, Started, Killing", func() (bool, string) {
+		l, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=ev"})
+		if err != nil {
+			return false, err.Error()
+		}
+		seen := map[string]bool{}
+		var all []string
+		for _, e := range l.Items {
+			if e.Source.Component == "kubelet" || e.ReportingController == "kubelet" {
+				seen[e.Reason] = true
+			}
+			all = append(all, e.Source.Component+"/"+e.Reason)
+		}
+		return seen["Pulled"] && seen["Created"] && seen["Started"] && seen["Killing"], fmt.Sprint(all)
 	})
 }

@@ -106,6 +106,27 @@ func ClearRuntime(rt cri.RuntimeService) error {
 	return nil
 }
 
+// ClusterLock is held by whatever drives the local cluster's node (the e2e
+// tier, the benchmark), so two of them never claim the Node at once.
+const ClusterLock = "/run/gokubelet/cluster.lock"
+
+// LockCluster takes ClusterLock, waiting for the holder to finish; the
+// returned func releases it.
+func LockCluster() (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(ClusterLock), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(ClusterLock, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", ClusterLock, err)
+	}
+	return func() { f.Close() }, nil
+}
+
 // FreePort returns a free loopback TCP port.
 func FreePort(t *testing.T) int {
 	t.Helper()
