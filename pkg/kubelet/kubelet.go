@@ -34,6 +34,9 @@ const (
 	plegRelistPeriod    = time.Second
 	plegChannelCapacity = 1000
 	housekeepingPeriod  = 2 * time.Second
+	// cgroupCleanupEvery: pod cgroups are swept every this many
+	// housekeeping runs (a minute).
+	cgroupCleanupEvery = 30
 	// syncLoopThreshold is how long the sync loop may go without an
 	// iteration before healthz fails.
 	syncLoopThreshold = 2 * time.Minute
@@ -76,6 +79,9 @@ type Kubelet struct {
 	reasons reasonCache
 	// cluster is nil in standalone mode.
 	cluster *clusterParts
+
+	// housekeepingRuns counts housekeeping passes (sync loop only).
+	housekeepingRuns int
 
 	// loopHeartbeat is the unix nano time of the last sync loop iteration.
 	loopHeartbeat atomic.Int64

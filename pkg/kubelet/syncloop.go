@@ -4,6 +4,7 @@ import (
 	"context"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gokubelet/kubelet/pkg/container"
 	"github.com/gokubelet/kubelet/pkg/pleg"
@@ -139,6 +140,32 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, RunningPod: &container.RunningPod{UID: info.UID}, Remove: true})
 	}
 	k.housekeepingExtras(ctx)
+	k.housekeepingRuns++
+	if k.housekeepingRuns%cgroupCleanupEvery == 0 {
+		k.cleanupPodCgroups(ctx)
+	}
+}
+
+// cleanupPodCgroups removes the empty cgroups of pods that are gone: not
+// desired, not in the runtime, no worker.
+func (k *Kubelet) cleanupPodCgroups(ctx context.Context) {
+	c, ok := k.runtime.(interface {
+		CleanupPodCgroups(keep func(types.UID) bool) int
+	})
+	if !ok {
+		return
+	}
+	inRuntime := map[types.UID]bool{}
+	for _, s := range k.pleg.Pods() {
+		inRuntime[s.UID] = true
+	}
+	n := c.CleanupPodCgroups(func(uid types.UID) bool {
+		_, working := k.workers.Get(uid)
+		return inRuntime[uid] || working || k.pods.Has(uid)
+	})
+	if n > 0 {
+		logger(ctx).V(2).Info("Removed cgroups of departed pods", "count", n)
+	}
 }
 
 // runningPod turns a relisted pod into the RunningPod a kill needs.
