@@ -267,12 +267,8 @@ start_scheduler() {
 # ---- commands ----------------------------------------------------------------
 
 cmd_up() {
-  command -v etcd >/dev/null || {
-    log "installing etcd-server"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null \
-      || { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null; }
-  }
-  command -v curl >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y curl >/dev/null
+  # etcd, openssl, curl and the rest, from Debian, only what is missing.
+  "$here/install-deps.sh"
   if [ "$BIN_DIR" = "$UPSTREAM_CACHE/$KUBE_VERSION/bin" ]; then
     "$here/build-upstream.sh" kube-apiserver kube-controller-manager kube-scheduler >&2
   fi

@@ -15,7 +15,8 @@ pkgs=(
   umoci busybox-static                        # local image builds (hack/images.sh)
   etcd-server                                 # control plane for cluster tests
   iptables iproute2 util-linux procps         # CNI bridge/portmap, ip, findmnt, pgrep
-  ca-certificates wget                        # wget checks pod endpoints from the host
+  ca-certificates wget curl                   # wget/curl check endpoints from the host
+  openssl                                     # the local cluster's PKI (hack/pki.sh)
 )
 # Optional: installed when the distribution has it.
 optional=(cri-tools)
