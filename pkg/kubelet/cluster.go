@@ -151,7 +151,9 @@ func (k *Kubelet) connect(ctx context.Context, b record.EventBroadcaster, m mach
 // startSources starts what runs against the API server: node status, the
 // lease, the pod source and the mirror pod loop.
 func (c *clusterParts) startSources(ctx context.Context, k *Kubelet, goRun func(string, func(context.Context))) {
-	goRun("node-status", func(ctx context.Context) { logStop(ctx, c.nodeStatus.Start(ctx)) })
+	if k.cfg.RegisterNode == nil || *k.cfg.RegisterNode {
+		goRun("node-status", func(ctx context.Context) { logStop(ctx, c.nodeStatus.Start(ctx)) })
+	}
 	goRun("node-lease", func(ctx context.Context) { logStop(ctx, c.lease.Start(ctx)) })
 	src := apiserver.New(c.kube, k.nodeName, k.merger.Channel(podconfig.SourceAPI))
 	goRun("api-source", func(ctx context.Context) { logStop(ctx, src.Run(ctx)) })

@@ -116,7 +116,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.bind("address", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.Address = s.Address })
 	fs.StringVar(&c.Address, "address", c.Address, "IP address the kubelet server listens on (0.0.0.0 or :: for all interfaces).")
 	o.bind("port", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.Port = s.Port })
-	fs.Int32Var(&c.Port, "port", c.Port, "Port of the kubelet's authenticated HTTPS server.")
+	fs.Int32Var(&c.Port, "port", c.Port, "Port of the kubelet's authenticated HTTPS server, reported in the Node's daemonEndpoints (the server itself is not implemented yet).")
 	o.bind("max-pods", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.MaxPods = s.MaxPods })
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Maximum number of pods that can run on this node.")
 	o.bind("cgroup-driver", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.CgroupDriver = s.CgroupDriver })
