@@ -367,3 +367,20 @@ func TestInvalidManifestIsReportedAndOthersRun(t *testing.T) {
 		t.Errorf("the valid pod was disturbed: %s", describe(cur))
 	}
 }
+
+func TestHostPortReachesThePod(t *testing.T) {
+	n := startNode(t)
+	hostPort := framework.FreePort(t)
+	n.writeManifest("hp.yaml", manifest("hp", fmt.Sprintf(`  containers:
+  - name: web
+    image: gokubelet.local/testimage:1.0
+    ports:
+    - containerPort: 8080
+      hostPort: %d
+`, hostPort)))
+	n.waitPod("hp", "Running", isRunningReady)
+	framework.Eventually(t, "the pod answers on its host port", func() (bool, string) {
+		code, body := framework.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/healthz", hostPort))
+		return code == 200 && body == "ok", fmt.Sprintf("%d %s", code, body)
+	})
+}
