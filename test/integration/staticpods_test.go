@@ -384,3 +384,49 @@ func TestHostPortReachesThePod(t *testing.T) {
 		return code == 200 && body == "ok", fmt.Sprintf("%d %s", code, body)
 	})
 }
+
+func TestResourceLimitsReachTheCgroup(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("limited.yaml", manifest("limited", `  containers:
+  - name: main
+    image: gokubelet.local/testimage:1.0
+    resources:
+      requests: {cpu: 100m, memory: 32Mi}
+      limits: {cpu: 500m, memory: 64Mi}
+`))
+	p := n.waitPod("limited", "Running", isRunningReady)
+	if p.Status.QOSClass != v1.PodQOSBurstable {
+		t.Errorf("qosClass = %s, want Burstable", p.Status.QOSClass)
+	}
+	_, cs := runtimePod(t, string(p.UID))
+	if len(cs) != 1 {
+		t.Fatalf("containers: %v", cs)
+	}
+	// cgroup v1 (memory and cpu hierarchies) or v2 (unified), whichever the
+	// machine has.
+	dir := fmt.Sprintf("kubepods/burstable/pod%s/%s", p.UID, cs[0].Id)
+	type check struct{ file, want string }
+	var checks []check
+	if _, err := os.Stat("/sys/fs/cgroup/memory/kubepods"); err == nil {
+		checks = []check{
+			{"/sys/fs/cgroup/memory/" + dir + "/memory.limit_in_bytes", "67108864"},
+			{"/sys/fs/cgroup/cpu/" + dir + "/cpu.cfs_quota_us", "50000"},
+			{"/sys/fs/cgroup/cpu/" + dir + "/cpu.shares", "102"},
+		}
+	} else {
+		checks = []check{
+			{"/sys/fs/cgroup/" + dir + "/memory.max", "67108864"},
+			{"/sys/fs/cgroup/" + dir + "/cpu.max", "50000 100000"},
+		}
+	}
+	for _, c := range checks {
+		b, err := os.ReadFile(c.file)
+		if err != nil {
+			t.Errorf("%s: %v", c.file, err)
+			continue
+		}
+		if got := strings.TrimSpace(string(b)); got != c.want {
+			t.Errorf("%s = %s, want %s", c.file, got, c.want)
+		}
+	}
+}
