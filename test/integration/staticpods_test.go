@@ -430,3 +430,47 @@ func TestResourceLimitsReachTheCgroup(t *testing.T) {
 		}
 	}
 }
+
+func TestImageProblemsAreReportedAndOthersRun(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("web.yaml", manifest("web", webSpec))
+	// A registry on a loopback port nobody listens on: pulls fail at once.
+	const missing = "127.0.0.1:1/gokubelet/missing:1.0"
+	for _, tc := range []struct{ name, image, policy string }{
+		{"never", missing, "Never"},
+		{"pull", missing, "IfNotPresent"},
+		{"invalid", "Bad_Image::Name", "IfNotPresent"},
+	} {
+		n.writeManifest(tc.name+".yaml", manifest(tc.name, fmt.Sprintf(`  containers:
+  - name: main
+    image: %s
+    imagePullPolicy: %s
+`, tc.image, tc.policy)))
+	}
+	waiting := func(reasons ...string) func(p *v1.Pod) bool {
+		return func(p *v1.Pod) bool {
+			c := containerStatus(p, "main")
+			if c == nil || c.State.Waiting == nil {
+				return false
+			}
+			for _, r := range reasons {
+				if c.State.Waiting.Reason == r && c.State.Waiting.Message != "" {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	n.waitPod("never", "ErrImageNeverPull", waiting("ErrImageNeverPull"))
+	n.waitPod("pull", "ImagePullBackOff after ErrImagePull", waiting("ImagePullBackOff"))
+	n.waitPod("invalid", "InvalidImageName", waiting("InvalidImageName"))
+	for _, name := range []string{"never", "pull", "invalid"} {
+		if p, _ := n.pod(name); p.Status.Phase != v1.PodPending {
+			t.Errorf("%s: phase %s, want Pending", name, p.Status.Phase)
+		}
+	}
+	if !strings.Contains(n.Log(), missing) {
+		t.Errorf("the kubelet log does not name the image that failed")
+	}
+	n.waitPod("web", "Running alongside", isRunningReady)
+}
