@@ -68,6 +68,12 @@ type node struct {
 // startNode starts a kubelet on a fresh manifest directory.
 func startNode(t *testing.T) *node {
 	t.Helper()
+	return startNodeWith(t, "")
+}
+
+// startNodeWith starts a kubelet with extra KubeletConfiguration lines.
+func startNodeWith(t *testing.T, extraConfig string) *node {
+	t.Helper()
 	if err := framework.ClearRuntime(runtimeSvc); err != nil {
 		t.Fatalf("clearing the runtime: %v", err)
 	}
@@ -91,7 +97,7 @@ readOnlyPort: %d
 healthzPort: %d
 podLogsDir: %s
 syncFrequency: 20s
-`, n.manifests, framework.CRIEndpoint(), n.roPort, n.HealthzPort, n.logsDir)
+%s`, n.manifests, framework.CRIEndpoint(), n.roPort, n.HealthzPort, n.logsDir, extraConfig)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

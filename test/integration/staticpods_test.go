@@ -2,10 +2,13 @@ package integration
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -473,4 +476,32 @@ func TestImageProblemsAreReportedAndOthersRun(t *testing.T) {
 		t.Errorf("the kubelet log does not name the image that failed")
 	}
 	n.waitPod("web", "Running alongside", isRunningReady)
+}
+
+func TestManifestURLSource(t *testing.T) {
+	var mu sync.Mutex
+	body := manifest("fromurl", webSpec)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Node") != nodeName {
+			http.Error(w, "missing header", http.StatusForbidden)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprint(w, body)
+	}))
+	defer srv.Close()
+	n := startNodeWith(t, fmt.Sprintf("staticPodURL: %s\nstaticPodURLHeader:\n  X-Node: [%q]\nhttpCheckFrequency: 1s\n", srv.URL, nodeName))
+	p := n.waitPod("fromurl", "Running from the URL", isRunningReady)
+	if p.Annotations["kubernetes.io/config.source"] != "http" {
+		t.Errorf("config.source = %q, want http", p.Annotations["kubernetes.io/config.source"])
+	}
+	// The URL stops serving the pod: it is torn down.
+	mu.Lock()
+	body = ""
+	mu.Unlock()
+	framework.Eventually(t, "the pod gone from the runtime", func() (bool, string) {
+		sbs, cs := runtimePod(t, string(p.UID))
+		return len(sbs) == 0 && len(cs) == 0, fmt.Sprintf("%d sandboxes, %d containers", len(sbs), len(cs))
+	})
 }
