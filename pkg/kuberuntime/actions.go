@@ -2,9 +2,11 @@ package kuberuntime
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gokubelet/kubelet/pkg/container"
 )
@@ -21,7 +23,20 @@ const (
 	KillReasonNotInSpec     = "NotInSpec"
 	KillReasonUnknownState  = "UnknownState"
 	KillReasonPodTerminated = "PodTerminated"
+	// KillReasonLivenessProbe and KillReasonStartupProbe: the probe reached
+	// its failureThreshold on the running instance.
+	KillReasonLivenessProbe = "LivenessProbe"
+	KillReasonStartupProbe  = "StartupProbe"
 )
+
+// LivenessFunc reports whether the liveness or startup probe of one running
+// container instance (containerID is the runtime's ID, without the
+// "<runtime>://" prefix) has failed, that is reached its failureThreshold.
+// message is upstream's words for it: "Container <name> failed liveness
+// probe" or "Container <name> failed startup probe"; which probe it names
+// decides the grace period of the kill. It must not block: it is read by the
+// pure decision.
+type LivenessFunc func(podUID types.UID, containerName, containerID string) (failed bool, message string)
 
 // ReasonCrashLoopBackOff is the waiting reason of a container whose restart
 // is deferred by the back-off.
@@ -33,6 +48,9 @@ type ContainerToKill struct {
 	Name    string
 	Reason  string
 	Message string
+	// GracePeriod, when set, overrides the pod's grace period (a failed
+	// probe's terminationGracePeriodSeconds).
+	GracePeriod *int64
 }
 
 // ContainerToStart is one container to create and start.
@@ -108,8 +126,14 @@ func isSidecar(c *v1.Container) bool {
 
 // ComputePodActions decides what SyncPod does next for pod given the
 // runtime's view of it. It is pure: no I/O, time comes in as now, back-off
-// state is only read.
-func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState, now time.Time) PodActions {
+// state and probe results (liveness, may be nil) are only read.
+//
+// A running app container or sidecar whose liveness or startup probe failed
+// is killed, with the probe's terminationGracePeriodSeconds when set, and
+// started again at once unless the pod's restartPolicy is Never (sidecars
+// always restart), as upstream: the crash back-off only delays restarts of
+// containers that exited on their own.
+func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState, liveness LivenessFunc, now time.Time) PodActions {
 	var a PodActions
 	if status == nil {
 		status = &container.PodStatus{}
@@ -172,7 +196,7 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 		}
 	}
 
-	initDone := a.computeInit(pod, status, sandboxID, bo, now)
+	initDone := a.computeInit(pod, status, sandboxID, bo, liveness, now)
 	if a.InitFailed {
 		a.KillPod = true
 		a.ContainersToKill = nil
@@ -197,6 +221,21 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 			if latest.Hash != HashContainer(c) {
 				a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: latest.ID, Name: c.Name, Reason: KillReasonSpecChanged,
 					Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
+				a.ContainersToStart = append(a.ContainersToStart, start)
+				continue
+			}
+			if k, ok := probeKill(pod, c, latest, liveness); ok {
+				if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+					// Stopped for good; the next round sees it exited and
+					// winds the pod down. Counted as kept so this round
+					// kills it with the probe's message and grace period
+					// rather than as part of the whole pod.
+					a.ContainersToKill = append(a.ContainersToKill, k)
+					keep++
+					continue
+				}
+				k.Message += ", will be restarted"
+				a.ContainersToKill = append(a.ContainersToKill, k)
 				a.ContainersToStart = append(a.ContainersToStart, start)
 				continue
 			}
@@ -230,7 +269,7 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 
 // computeInit fills the init container steps and reports whether all
 // regular init containers have completed (so app containers may run).
-func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandboxID string, bo BackoffState, now time.Time) bool {
+func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandboxID string, bo BackoffState, liveness LivenessFunc, now time.Time) bool {
 	// If an app container already ran in this sandbox, init is complete
 	// even if the init instances were garbage-collected.
 	appStarted := false
@@ -266,6 +305,11 @@ func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandb
 				continue
 			}
 			if sidecar {
+				if k, ok := probeKill(pod, c, s, liveness); ok {
+					k.Message += ", will be restarted"
+					a.ContainersToKill = append(a.ContainersToKill, k)
+					a.InitContainersToStart = append(a.InitContainersToStart, start)
+				}
 				continue
 			}
 			return false // wait for the regular init container to finish
@@ -292,6 +336,35 @@ func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandb
 		}
 	}
 	return true
+}
+
+// probeKill asks liveness whether the running instance s of c failed its
+// liveness or startup probe, and if so returns the kill for it (without the
+// ", will be restarted" the caller adds when it restarts).
+func probeKill(pod *v1.Pod, c *v1.Container, s *container.Status, liveness LivenessFunc) (ContainerToKill, bool) {
+	if liveness == nil || (c.LivenessProbe == nil && c.StartupProbe == nil) {
+		return ContainerToKill{}, false
+	}
+	failed, msg := liveness(pod.UID, c.Name, s.ID)
+	if !failed {
+		return ContainerToKill{}, false
+	}
+	k := ContainerToKill{ID: s.ID, Name: c.Name, Reason: KillReasonLivenessProbe, Message: msg}
+	probe := c.LivenessProbe
+	if strings.Contains(msg, "startup probe") {
+		k.Reason, probe = KillReasonStartupProbe, c.StartupProbe
+	}
+	if k.Message == "" {
+		k.Message = fmt.Sprintf("Container %s failed liveness probe", c.Name)
+		if k.Reason == KillReasonStartupProbe {
+			k.Message = fmt.Sprintf("Container %s failed startup probe", c.Name)
+		}
+	}
+	if probe != nil && probe.TerminationGracePeriodSeconds != nil {
+		g := *probe.TerminationGracePeriodSeconds
+		k.GracePeriod = &g
+	}
+	return k, true
 }
 
 // deferRestart checks the crash back-off for a restart of c after latest

@@ -8,6 +8,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gokubelet/kubelet/pkg/backoff"
@@ -62,6 +63,36 @@ func render(a PodActions) string {
 }
 
 type podOpt func(*v1.Pod)
+
+// withProbes gives the named containers (app or init) a liveness and a
+// startup probe.
+func withProbes(names ...string) podOpt {
+	return func(p *v1.Pod) {
+		for _, n := range names {
+			c := findContainer(p, n)
+			c.LivenessProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+			c.StartupProbe = c.LivenessProbe.DeepCopy()
+		}
+	}
+}
+
+// fakeLiveness reports the probes in failed (container name -> "liveness"
+// or "startup") as failed on the running instances of status only, as the
+// prober keys results by container instance.
+func fakeLiveness(status *container.PodStatus, failed map[string]string) LivenessFunc {
+	return func(uid types.UID, name, id string) (bool, string) {
+		kind, ok := failed[name]
+		if !ok {
+			return false, ""
+		}
+		for _, c := range status.Containers {
+			if c.ID == id && c.State == container.StateRunning {
+				return true, fmt.Sprintf("Container %s failed %s probe", name, kind)
+			}
+		}
+		return false, ""
+	}
+}
 
 func mkPod(policy v1.RestartPolicy, opts ...podOpt) *v1.Pod {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-1"}}
@@ -169,7 +200,10 @@ func TestComputePodActions(t *testing.T) {
 		// backoff: container name -> current delay (the container was last
 		// restarted just before it failed 30s ago).
 		backoff map[string]time.Duration
-		want    string
+		// probeFailed: container name -> "liveness" or "startup", the probe
+		// that failed on its running instance.
+		probeFailed map[string]string
+		want        string
 	}{
 		// First start.
 		{name: "first start: sandbox and app", pod: mkPod(always), want: "sandbox(attempt=0) start[app#0]"},
@@ -222,6 +256,17 @@ func TestComputePodActions(t *testing.T) {
 		{name: "terminal pod with leftovers: kill", pod: mkPod(always, func(p *v1.Pod) { p.Status.Phase = v1.PodFailed }), w: world{"ready", []string{"app=running"}}, want: "kill-pod"},
 		{name: "terminal pod, all gone: nothing", pod: mkPod(always, func(p *v1.Pod) { p.Status.Phase = v1.PodSucceeded }), w: world{"notready", []string{"app=exited:0"}}, want: "nothing"},
 		{name: "deleted pod never starts", pod: mkPod(always, func(p *v1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: t0} }), want: "nothing"},
+
+		// Liveness and startup probes.
+		{name: "liveness failed, Always: kill and restart at once", pod: mkPod(always, withProbes("app")), w: world{"ready", []string{"app=running#2"}}, probeFailed: map[string]string{"app": "liveness"}, want: "start[app#3] kill[app:LivenessProbe]"},
+		{name: "liveness failed, OnFailure: kill and restart", pod: mkPod(onFailure, withProbes("app")), w: world{"ready", []string{"app=running"}}, probeFailed: map[string]string{"app": "liveness"}, want: "start[app#1] kill[app:LivenessProbe]"},
+		{name: "liveness failed, Never: kill only", pod: mkPod(never, withProbes("app")), w: world{"ready", []string{"app=running"}}, probeFailed: map[string]string{"app": "liveness"}, want: "kill[app:LivenessProbe]"},
+		{name: "startup failed: kill and restart", pod: mkPod(always, withProbes("app")), w: world{"ready", []string{"app=running"}}, probeFailed: map[string]string{"app": "startup"}, want: "start[app#1] kill[app:StartupProbe]"},
+		{name: "liveness failed, not restarted within a crash back-off", pod: mkPod(always, withProbes("app")), w: world{"ready", []string{"app=exited:1", "app=running#1"}}, backoff: map[string]time.Duration{"app": 40 * time.Second}, probeFailed: map[string]string{"app": "liveness"}, want: "start[app#2] kill[app:LivenessProbe]"},
+		{name: "liveness failed on one of two", pod: mkPod(always, withApps("a", "b"), withProbes("a", "b")), w: world{"ready", []string{"a=running", "b=running"}}, probeFailed: map[string]string{"b": "liveness"}, want: "start[b#1] kill[b:LivenessProbe]"},
+		{name: "liveness hook ignored without probes in the spec", pod: mkPod(always), w: world{"ready", []string{"app=running"}}, probeFailed: map[string]string{"app": "liveness"}, want: "nothing"},
+		{name: "exited container: liveness result irrelevant", pod: mkPod(never, withProbes("app")), w: world{"ready", []string{"app=exited:137"}}, probeFailed: map[string]string{"app": "liveness"}, want: "kill-pod"},
+		{name: "sidecar liveness failed: restart it", pod: mkPod(never, withSidecar("proxy"), withProbes("proxy")), w: world{"ready", []string{"proxy=running", "app=running"}}, probeFailed: map[string]string{"proxy": "liveness"}, want: "init[proxy#1] kill[proxy:LivenessProbe]"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,7 +279,7 @@ func TestComputePodActions(t *testing.T) {
 				}
 			}
 			status := tc.w.status(tc.pod)
-			got := render(ComputePodActions(tc.pod, status, bo, t0))
+			got := render(ComputePodActions(tc.pod, status, bo, fakeLiveness(status, tc.probeFailed), t0))
 			if got != tc.want {
 				t.Errorf("\n got: %s\nwant: %s", got, tc.want)
 			}
@@ -249,9 +294,42 @@ func TestCrashLoopMessage(t *testing.T) {
 	bo.Next(BackoffKey(pod, &pod.Spec.Containers[0]), t0)
 	st := world{"ready", []string{"app=exited:1"}}.status(pod)
 	st.Containers[0].FinishedAt = t0
-	a := ComputePodActions(pod, st, bo, t0.Add(5*time.Second))
+	a := ComputePodActions(pod, st, bo, nil, t0.Add(5*time.Second))
 	want := "back-off 20s restarting failed container=app pod=web_default(uid-1)"
 	if len(a.Deferred) != 1 || a.Deferred[0].Message != want {
 		t.Fatalf("got %+v, want message %q", a.Deferred, want)
+	}
+}
+
+func TestProbeKillMessageAndGrace(t *testing.T) {
+	grace := int64(7)
+	cases := []struct {
+		name      string
+		policy    v1.RestartPolicy
+		kind      string
+		wantMsg   string
+		wantGrace *int64
+	}{
+		{"liveness restarts", v1.RestartPolicyAlways, "liveness", "Container app failed liveness probe, will be restarted", &grace},
+		{"liveness, Never", v1.RestartPolicyNever, "liveness", "Container app failed liveness probe", &grace},
+		{"startup uses the startup probe's grace (unset: the pod's)", v1.RestartPolicyAlways, "startup", "Container app failed startup probe, will be restarted", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := mkPod(tc.policy, withProbes("app"))
+			pod.Spec.Containers[0].LivenessProbe.TerminationGracePeriodSeconds = &grace
+			st := world{"ready", []string{"app=running"}}.status(pod)
+			a := ComputePodActions(pod, st, nil, fakeLiveness(st, map[string]string{"app": tc.kind}), t0)
+			if len(a.ContainersToKill) != 1 {
+				t.Fatalf("got %s", render(a))
+			}
+			k := a.ContainersToKill[0]
+			if k.Message != tc.wantMsg {
+				t.Errorf("message %q, want %q", k.Message, tc.wantMsg)
+			}
+			if (k.GracePeriod == nil) != (tc.wantGrace == nil) || (k.GracePeriod != nil && *k.GracePeriod != *tc.wantGrace) {
+				t.Errorf("grace period %v, want %v", k.GracePeriod, tc.wantGrace)
+			}
+		})
 	}
 }

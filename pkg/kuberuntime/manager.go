@@ -82,6 +82,11 @@ type Options struct {
 	// ContainerOptions, when set, is called before each container is
 	// created.
 	ContainerOptions ContainerOptionsFunc
+
+	// Liveness, when set, tells SyncPod which running containers failed
+	// their liveness or startup probe: they are killed and restarted by the
+	// restart policy (see ComputePodActions).
+	Liveness LivenessFunc
 }
 
 func (o *Options) setDefaults() {

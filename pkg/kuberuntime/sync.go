@@ -23,7 +23,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	if status == nil {
 		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
-	a := ComputePodActions(pod, status, m.crash, m.clock.Now())
+	a := ComputePodActions(pod, status, m.crash, m.opts.Liveness, m.clock.Now())
 	logger.V(4).Info("Computed pod actions", "actions", a)
 	var res container.SyncResult
 	add := func(s container.StepResult) { res.Steps = append(res.Steps, s) }
@@ -48,7 +48,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := m.killContainer(ctx, pod, k.ID, k.Name, k.Message, nil)
+				err := m.killContainer(ctx, pod, k.ID, k.Name, k.Message, k.GracePeriod)
 				steps[i] = container.StepResult{Action: container.ActionKill, Container: k.Name, Err: err}
 				if err != nil {
 					steps[i].Reason, steps[i].Message = ReasonKillContainerError, err.Error()
