@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark: our kubelet against the upstream kubelet (same
+# version as the control plane) on the local cluster, plus a floor driven
+# straight through CRI. Writes docs/benchmarks.md and prints the table.
+#
+#   hack/bench.sh            (make bench)
+#
+# Environment: BENCH_ROUNDS (default 3), BENCH_ARGS (extra flags for
+# test/bench, e.g. "-batch-large 20" for a quick try), BENCH_OUT (default
+# docs/benchmarks.md). Holds /run/gokubelet/cluster.lock throughout, like the
+# e2e tier, because both use the cluster's one node identity.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
+gk_require_root
+cd "$GK_REPO_ROOT"
+
+ROUNDS=${BENCH_ROUNDS:-3}
+OUT=${BENCH_OUT:-docs/benchmarks.md}
+BENCH_DIR=$GK_OUTPUT/bench
+WORK=/var/lib/gokubelet/bench/run
+LOCK=/run/gokubelet/cluster.lock
+
+mkdir -p /run/gokubelet "$BENCH_DIR"
+exec 9>"$LOCK"
+if ! flock -n 9; then
+  echo "bench: waiting for $LOCK (another cluster user, e.g. the e2e tier)" >&2
+  flock 9
+fi
+
+hack/install-deps.sh
+# The upstream kubelet, cached by version like the control plane (minutes on
+# the first run).
+hack/build-upstream.sh kubelet >&2
+UPSTREAM_KUBELET=$UPSTREAM_CACHE/$KUBE_VERSION/bin/kubelet
+
+# The control plane only; the node kubelet of `make cluster` would claim the
+# same Node.
+CLUSTER_NODE=0 hack/cluster.sh up >/dev/null
+hack/node.sh stop >/dev/null
+
+hack/containerd.sh up bench
+hack/images.sh bench
+
+go build -o "$BENCH_DIR/kubelet" ./cmd/kubelet
+go build -o "$BENCH_DIR/bench" ./test/bench
+
+commit=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- cmd pkg go.mod go.sum 2>/dev/null || commit="$commit (with uncommitted changes in cmd/pkg)"
+
+rm -rf "$WORK"
+mkdir -p "$WORK"
+# shellcheck disable=SC2086
+"$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -upstream "$UPSTREAM_KUBELET" \
+  -rounds "$ROUNDS" -cri "unix://$(hack/containerd.sh socket bench)" \
+  -work-dir "$WORK" -out "$OUT" -commit "$commit" ${BENCH_ARGS:-}
+echo "bench: wrote $OUT; kubelet logs in $WORK" >&2

@@ -1,0 +1,537 @@
+// Command bench runs the same pod workloads against our kubelet and the
+// upstream kubelet, alternating, on one containerd with one node identity of
+// the local cluster, plus a floor driven straight through CRI, and writes
+// docs/benchmarks.md. hack/bench.sh prepares everything and runs it; see
+// docs/benchmarks.md for the method.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	cri "k8s.io/cri-api/pkg/apis"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+type options struct {
+	ours, upstream string
+	rounds         int
+	criEndpoint    string
+	clusterDir     string
+	out            string
+	workDir        string
+	verbosity      int
+	commit         string
+	batchSmall     int
+	batchLarge     int
+	streamN        int
+	streamEvery    time.Duration
+	settleIdle     time.Duration
+}
+
+// results[kind][workload][figure] holds one value per round, in round order.
+type results map[string]map[string]map[string][]float64
+
+func (r results) add(kind, wl, fig string, v float64) {
+	if r[kind] == nil {
+		r[kind] = map[string]map[string][]float64{}
+	}
+	if r[kind][wl] == nil {
+		r[kind][wl] = map[string][]float64{}
+	}
+	r[kind][wl][fig] = append(r[kind][wl][fig], v)
+}
+
+func (r results) get(kind, wl, fig string) []float64 { return r[kind][wl][fig] }
+
+type bench struct {
+	opt   options
+	cs    kubernetes.Interface
+	rt    cri.RuntimeService
+	env   map[string]string
+	res   results
+	fails []string
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.ours, "ours", "", "our kubelet binary")
+	flag.StringVar(&o.upstream, "upstream", "", "upstream kubelet binary")
+	flag.IntVar(&o.rounds, "rounds", 3, "rounds (each: ours, upstream, floor)")
+	flag.StringVar(&o.criEndpoint, "cri", "unix:///run/gokubelet/bench/containerd.sock", "CRI endpoint of the bench containerd")
+	flag.StringVar(&o.clusterDir, "cluster-dir", "/var/lib/gokubelet/cluster", "hack/cluster.sh state dir")
+	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "report to write")
+	flag.StringVar(&o.workDir, "work-dir", "/var/lib/gokubelet/bench/run", "kubelet root dirs, configs and logs")
+	flag.IntVar(&o.verbosity, "v", 2, "log verbosity of both kubelets")
+	flag.StringVar(&o.commit, "commit", "", "our commit, for the report")
+	flag.IntVar(&o.batchSmall, "batch-small", 30, "pods in the small batch")
+	flag.IntVar(&o.batchLarge, "batch-large", 100, "pods in the large batch (and the churn)")
+	flag.IntVar(&o.streamN, "stream", 60, "pods in the steady stream")
+	flag.DurationVar(&o.streamEvery, "stream-every", 200*time.Millisecond, "interval of the steady stream")
+	flag.DurationVar(&o.settleIdle, "settle", 10*time.Second, "settle time before the idle RSS with the large batch running")
+	flag.Parse()
+	if o.ours == "" || o.upstream == "" {
+		fmt.Fprintln(os.Stderr, "bench: -ours and -upstream are required")
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func run(o options) error {
+	env, err := readEnv(filepath.Join(o.clusterDir, "kubelet-env"))
+	if err != nil {
+		return err
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(o.clusterDir, "admin.kubeconfig"))
+	if err != nil {
+		return err
+	}
+	// High enough that the driver is never the bottleneck.
+	rc.QPS, rc.Burst = 1000, 1000
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	logger := klog.Background()
+	rt, err := remote.NewRemoteRuntimeService(o.criEndpoint, 30*time.Second, nil, &logger)
+	if err != nil {
+		return err
+	}
+	ver, err := rt.Version(context.Background(), "")
+	if err != nil {
+		return fmt.Errorf("CRI %s: %w", o.criEndpoint, err)
+	}
+	if err := os.MkdirAll(o.workDir, 0o755); err != nil {
+		return err
+	}
+	b := &bench{opt: o, cs: cs, rt: rt, env: env, res: results{}}
+	start := time.Now()
+	for r := 1; r <= o.rounds; r++ {
+		for _, kind := range []string{"ours", "upstream"} {
+			logf("round %d: %s kubelet", r, kind)
+			if err := b.runKubelet(kind, r); err != nil {
+				logf("round %d %s FAILED: %v", r, kind, err)
+				b.fails = append(b.fails, fmt.Sprintf("round %d, %s: %v", r, kind, err))
+			}
+		}
+		logf("round %d: floor (CRI)", r)
+		if err := b.runFloorRound(); err != nil {
+			logf("round %d floor FAILED: %v", r, err)
+			b.fails = append(b.fails, fmt.Sprintf("round %d, floor: %v", r, err))
+		}
+	}
+	_ = clearRuntime(context.Background(), rt)
+	_ = cs.CoreV1().Nodes().Delete(context.Background(), env["NODE_NAME"], metav1.DeleteOptions{})
+	info := b.machineInfo(ver.RuntimeName+" "+ver.RuntimeVersion, time.Since(start))
+	table := b.table()
+	fmt.Println(table)
+	return os.WriteFile(o.out, []byte(b.report(info, table)), 0o644)
+}
+
+func readEnv(path string) (map[string]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(data), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && !strings.HasPrefix(k, "#") {
+			out[k] = strings.Trim(v, `"'`)
+		}
+	}
+	for _, k := range []string{"NODE_NAME", "NODE_IP", "NODE_KUBECONFIG"} {
+		if out[k] == "" {
+			return nil, fmt.Errorf("%s has no %s", path, k)
+		}
+	}
+	return out, nil
+}
+
+// nodeFlows counts the API requests made with the node's identity, from the
+// API server's own APF metrics.
+func (b *bench) nodeFlows(ctx context.Context) float64 {
+	raw, err := b.cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		logf("metrics: %v", err)
+		return math.NaN()
+	}
+	v, err := SumDispatched(string(raw), NodeFlowSchemas)
+	if err != nil {
+		logf("metrics: %v", err)
+		return math.NaN()
+	}
+	return v
+}
+
+// window measures the kubelet's CPU, peak RSS and API requests around f.
+type window struct {
+	b     *bench
+	pid   int
+	p0    procSample
+	reqs0 float64
+}
+
+func (b *bench) openWindow(ctx context.Context, pid int) *window {
+	_ = resetPeakRSS(pid)
+	w := &window{b: b, pid: pid, reqs0: b.nodeFlows(ctx)}
+	w.p0, _ = readProc(pid)
+	return w
+}
+
+func (w *window) close(ctx context.Context, kind, wl string, pods int) procSample {
+	p1, err := readProc(w.pid)
+	if err != nil {
+		logf("proc: %v", err)
+	}
+	reqs := w.b.nodeFlows(ctx)
+	w.b.res.add(kind, wl, "cpu", float64(p1.cpuTicks-w.p0.cpuTicks)/clockTicks)
+	w.b.res.add(kind, wl, "hwm", float64(p1.hwmKB)/1024)
+	w.b.res.add(kind, wl, "reqs", (reqs-w.reqs0)/float64(pods))
+	return p1
+}
+
+func (b *bench) recordStartup(kind, wl string, ts []podTimes) {
+	lat, batch := startupFigures(ts)
+	s := Summarize(lat)
+	b.res.add(kind, wl, "p50", s.P50)
+	b.res.add(kind, wl, "p90", s.P90)
+	b.res.add(kind, wl, "p99", s.P99)
+	b.res.add(kind, wl, "max", s.Max)
+	b.res.add(kind, wl, "batch", batch)
+	sched, status, running := phaseFigures(ts)
+	b.res.add(kind, wl, "ph_sched", Median(sched))
+	b.res.add(kind, wl, "ph_status", Median(status))
+	b.res.add(kind, wl, "ph_running", Median(running))
+}
+
+func (b *bench) waitNode(ctx context.Context, timeout time.Duration) error {
+	name := b.env["NODE_NAME"]
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := b.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		last := fmt.Sprint(err)
+		if err == nil {
+			ready := false
+			for _, c := range n.Status.Conditions {
+				if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
+					ready = true
+				}
+			}
+			tainted := false
+			for _, t := range n.Spec.Taints {
+				if t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute {
+					tainted = true
+				}
+			}
+			if ready && !tainted {
+				return nil
+			}
+			last = fmt.Sprintf("ready=%v taints=%v", ready, n.Spec.Taints)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s not Ready and untainted after %v: %s", name, timeout, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (b *bench) deleteNode(ctx context.Context) error {
+	name := b.env["NODE_NAME"]
+	err := b.cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	for i := 0; i < 300; i++ {
+		if _, err := b.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("node %s not gone after 30s", name)
+}
+
+// runKubelet is one kubelet's share of a round: start it on an empty
+// runtime as a freshly registered node, run the workloads, stop it.
+func (b *bench) runKubelet(kind string, round int) (err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := b.opt
+	if err := clearRuntime(ctx, b.rt); err != nil {
+		return err
+	}
+	if err := b.deleteNode(ctx); err != nil {
+		return err
+	}
+	bin := o.ours
+	if kind == "upstream" {
+		bin = o.upstream
+	}
+	dir := filepath.Join(o.workDir, fmt.Sprintf("%s-r%d", kind, round))
+	_ = os.RemoveAll(dir)
+	args, healthz, err := kubeletConfig(kind, bin, dir, b.env, o.criEndpoint, o.verbosity)
+	if err != nil {
+		return err
+	}
+	k, err := startKubelet(kind, args, healthz, filepath.Join(o.workDir, fmt.Sprintf("%s-r%d.log", kind, round)))
+	if err != nil {
+		return err
+	}
+	ns := fmt.Sprintf("bench-%s-r%d-%d", kind, round, time.Now().Unix()%100000)
+	defer func() {
+		b.forceCleanup(ns)
+		k.stop()
+		if cerr := clearRuntime(context.Background(), b.rt); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if err := b.waitNode(ctx, 120*time.Second); err != nil {
+		return fmt.Errorf("%w\nkubelet log tail:\n%s", err, tailFile(k.logPath, 20))
+	}
+	time.Sleep(3 * time.Second)
+	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		if _, err := b.cs.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		} else if i > 300 {
+			return fmt.Errorf("no default ServiceAccount in %s: %w", ns, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t := newTracker()
+	ready := make(chan struct{})
+	go t.run(ctx, b.cs, ns, ready)
+	<-ready
+	pid := k.pid()
+	running := func(p *podTimes) bool { return !p.running.IsZero() }
+	gone := func(p *podTimes) bool { return !p.deleted.IsZero() }
+
+	// Batch: small.
+	small := podNames("small", o.batchSmall)
+	w := b.openWindow(ctx, pid)
+	if err := createPods(ctx, b.cs, ns, t, small, len(small), 0); err != nil {
+		return err
+	}
+	if err := t.waitAll(small, running, 180*time.Second); err != nil {
+		return fmt.Errorf("batch %d: %w", len(small), err)
+	}
+	time.Sleep(3 * time.Second)
+	w.close(ctx, kind, "batch-small", len(small))
+	b.recordStartup(kind, "batch-small", t.snapshot(small))
+	if err := deletePods(ctx, b.cs, ns, t, small, len(small)); err != nil {
+		return err
+	}
+	if err := t.waitAll(small, gone, 180*time.Second); err != nil {
+		return fmt.Errorf("deleting batch %d: %w", len(small), err)
+	}
+	time.Sleep(2 * time.Second)
+
+	// Batch: large, then the idle RSS with it running.
+	large := podNames("large", o.batchLarge)
+	w = b.openWindow(ctx, pid)
+	if err := createPods(ctx, b.cs, ns, t, large, len(large), 0); err != nil {
+		return err
+	}
+	if err := t.waitAll(large, running, 300*time.Second); err != nil {
+		return fmt.Errorf("batch %d: %w", len(large), err)
+	}
+	time.Sleep(o.settleIdle)
+	p := w.close(ctx, kind, "batch-large", len(large))
+	b.res.add(kind, "batch-large", "rss_idle", float64(p.rssKB)/1024)
+	b.recordStartup(kind, "batch-large", t.snapshot(large))
+
+	// Churn: delete the large batch.
+	w = b.openWindow(ctx, pid)
+	if err := deletePods(ctx, b.cs, ns, t, large, len(large)); err != nil {
+		return err
+	}
+	if err := t.waitAll(large, gone, 300*time.Second); err != nil {
+		return fmt.Errorf("churn %d: %w", len(large), err)
+	}
+	time.Sleep(3 * time.Second)
+	w.close(ctx, kind, "churn", len(large))
+	lat, batch := deletionFigures(t.snapshot(large))
+	s := Summarize(lat)
+	b.res.add(kind, "churn", "p50", s.P50)
+	b.res.add(kind, "churn", "p90", s.P90)
+	b.res.add(kind, "churn", "p99", s.P99)
+	b.res.add(kind, "churn", "max", s.Max)
+	b.res.add(kind, "churn", "batch", batch)
+
+	// Steady stream.
+	stream := podNames("stream", o.streamN)
+	w = b.openWindow(ctx, pid)
+	if err := createPods(ctx, b.cs, ns, t, stream, 1, o.streamEvery); err != nil {
+		return err
+	}
+	if err := t.waitAll(stream, running, 180*time.Second); err != nil {
+		return fmt.Errorf("stream: %w", err)
+	}
+	time.Sleep(3 * time.Second)
+	w.close(ctx, kind, "stream", len(stream))
+	b.recordStartup(kind, "stream", t.snapshot(stream))
+	if kind == "ours" {
+		b.logPhases(kind, k.logPath, ns, t, map[string][]string{"batch-small": small, "batch-large": large, "stream": stream})
+	}
+	if err := deletePods(ctx, b.cs, ns, t, stream, len(stream)); err != nil {
+		return err
+	}
+	if err := t.waitAll(stream, gone, 180*time.Second); err != nil {
+		return fmt.Errorf("deleting stream: %w", err)
+	}
+	return nil
+}
+
+// logPhases splits our kubelet's share of each pod's startup with its log
+// (same machine, same wall clock as the driver): scheduled (watch) → the
+// kubelet's ADD → sandbox created → container started → running (watch).
+func (b *bench) logPhases(kind, logPath, ns string, t *tracker, sets map[string][]string) {
+	data, err := os.ReadFile(logPath)
+	if err != nil {
+		logf("log phases: %v", err)
+		return
+	}
+	year := time.Now().Year()
+	add, sandbox, started := map[string]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	for _, line := range strings.Split(string(data), "\n") {
+		ev, ok := ParseKlogLine(line, year, time.Local)
+		if !ok {
+			continue
+		}
+		for _, p := range ev.Pods {
+			m := add
+			switch ev.Msg {
+			case "Created pod sandbox":
+				m = sandbox
+			case "Started container":
+				m = started
+			}
+			if _, seen := m[p]; !seen {
+				m[p] = ev.At
+			}
+		}
+	}
+	for wl, names := range sets {
+		var seen, sb, ctr, rep []float64
+		for i, p := range t.snapshot(names) {
+			key := ns + "/" + names[i]
+			a, ok1 := add[key]
+			s, ok2 := sandbox[key]
+			c, ok3 := started[key]
+			if !ok1 || !ok2 || !ok3 || p.scheduled.IsZero() || p.running.IsZero() {
+				continue
+			}
+			seen = append(seen, a.Sub(p.scheduled).Seconds())
+			sb = append(sb, s.Sub(a).Seconds())
+			ctr = append(ctr, c.Sub(s).Seconds())
+			rep = append(rep, p.running.Sub(c).Seconds())
+		}
+		b.res.add(kind, wl, "lg_seen", Median(seen))
+		b.res.add(kind, wl, "lg_sandbox", Median(sb))
+		b.res.add(kind, wl, "lg_container", Median(ctr))
+		b.res.add(kind, wl, "lg_report", Median(rep))
+	}
+}
+
+// forceCleanup removes whatever is left of a kubelet's namespace without
+// waiting for a kubelet.
+func (b *bench) forceCleanup(ns string) {
+	ctx := context.Background()
+	pods, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err == nil {
+		for _, p := range pods.Items {
+			_ = b.cs.CoreV1().Pods(ns).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+	}
+	_ = b.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+}
+
+// runFloorRound runs the two batches and the stream straight through CRI.
+func (b *bench) runFloorRound() error {
+	ctx := context.Background()
+	logRoot := filepath.Join(b.opt.workDir, "floor-logs")
+	defer os.RemoveAll(logRoot)
+	for _, c := range []struct {
+		wl string
+		n  int
+	}{{"batch-small", b.opt.batchSmall}, {"batch-large", b.opt.batchLarge}} {
+		if err := clearRuntime(ctx, b.rt); err != nil {
+			return err
+		}
+		lat, batch, err := runFloor(ctx, b.rt, c.n, c.wl, logRoot, 0)
+		if err != nil {
+			return err
+		}
+		s := Summarize(Seconds(lat))
+		b.res.add("floor", c.wl, "p50", s.P50)
+		b.res.add("floor", c.wl, "p90", s.P90)
+		b.res.add("floor", c.wl, "p99", s.P99)
+		b.res.add("floor", c.wl, "max", s.Max)
+		b.res.add("floor", c.wl, "batch", batch.Seconds())
+	}
+	if err := clearRuntime(ctx, b.rt); err != nil {
+		return err
+	}
+	lat, batch, err := runFloor(ctx, b.rt, b.opt.streamN, "stream", logRoot, b.opt.streamEvery)
+	if err != nil {
+		return err
+	}
+	s := Summarize(Seconds(lat))
+	b.res.add("floor", "stream", "p50", s.P50)
+	b.res.add("floor", "stream", "p90", s.P90)
+	b.res.add("floor", "stream", "p99", s.P99)
+	b.res.add("floor", "stream", "max", s.Max)
+	b.res.add("floor", "stream", "batch", batch.Seconds())
+	return clearRuntime(ctx, b.rt)
+}
+
+type machine struct {
+	date, kernel, runtime, commit, upstream, server string
+	cpus                                           int
+	memGiB                                         float64
+	duration                                       time.Duration
+}
+
+func (b *bench) machineInfo(runtimeVersion string, d time.Duration) machine {
+	m := machine{date: time.Now().UTC().Format("2006-01-02 15:04 UTC"), runtime: runtimeVersion, commit: b.opt.commit,
+		cpus: runtime.NumCPU(), duration: d}
+	if k, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.kernel = strings.TrimSpace(string(k))
+	}
+	if mi, err := os.ReadFile("/proc/meminfo"); err == nil {
+		if kb, err := ParseProcStatusKB(string(mi), "MemTotal"); err == nil {
+			m.memGiB = float64(kb) / (1 << 20)
+		}
+	}
+	if out, err := exec.Command(b.opt.upstream, "--version").Output(); err == nil {
+		m.upstream = strings.TrimSpace(string(out))
+	}
+	if v, err := b.cs.Discovery().ServerVersion(); err == nil {
+		m.server = v.GitVersion
+	}
+	return m
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+type figure struct{ key, label string }
+
+var (
+	workloads = []struct{ key, label string }{
+		{"batch-small", "batch of %d"},
+		{"batch-large", "batch of %d"},
+		{"stream", "stream of %d"},
+		{"churn", "churn: delete %d"},
+	}
+	latencyFigs = []figure{
+		{"p50", "p50 (s)"}, {"p90", "p90 (s)"}, {"p99", "p99 (s)"}, {"max", "max (s)"}, {"batch", "whole batch (s)"},
+	}
+	resourceFigs = []figure{
+		{"cpu", "kubelet CPU (s)"}, {"hwm", "kubelet peak RSS (MiB)"}, {"rss_idle", "kubelet RSS idle, pods running (MiB)"},
+		{"reqs", "API requests / pod"},
+	}
+	phaseFigs = []figure{
+		{"ph_sched", "create → scheduled (s)"}, {"ph_status", "scheduled → first kubelet status (s)"},
+		{"ph_running", "first kubelet status → running (s)"},
+	}
+	// Our kubelet only: the same path split with its log (-v=2 lines).
+	logPhaseFigs = []figure{
+		{"lg_seen", "scheduled (watch) → kubelet ADD (log)"}, {"lg_sandbox", "ADD → sandbox created (admission, dispatch, RunPodSandbox)"},
+		{"lg_container", "sandbox → container started (ImageStatus, Create, Start)"},
+		{"lg_report", "container started → running seen by the driver (status, patch, watch)"},
+	}
+)
+
+func (b *bench) wlLabel(key, label string) string {
+	n := b.opt.batchSmall
+	switch key {
+	case "batch-large", "churn":
+		n = b.opt.batchLarge
+	case "stream":
+		n = b.opt.streamN
+	}
+	if key == "stream" {
+		return fmt.Sprintf(label+" (1 / %v)", n, b.opt.streamEvery)
+	}
+	return fmt.Sprintf(label, n)
+}
+
+// table renders the main table: medians over rounds with [min–max], and
+// per-round paired ratios (median [min–max]).
+func (b *bench) table() string {
+	var sb strings.Builder
+	sb.WriteString("| workload | figure | ours | upstream | floor (CRI) | ours/upstream | ours/floor | upstream/floor |\n")
+	sb.WriteString("|---|---|---|---|---|---|---|---|\n")
+	for _, wl := range workloads {
+		label := b.wlLabel(wl.key, wl.label)
+		if wl.key == "churn" {
+			label += " (delete → DELETED)"
+		}
+		for _, f := range append(append([]figure{}, latencyFigs...), resourceFigs...) {
+			ours, up, fl := b.res.get("ours", wl.key, f.key), b.res.get("upstream", wl.key, f.key), b.res.get("floor", wl.key, f.key)
+			if len(ours) == 0 && len(up) == 0 {
+				continue
+			}
+			fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", label, f.label,
+				FormatSpread(ours), FormatSpread(up), FormatSpread(fl),
+				FormatSpread(PairedRatios(ours, up)), FormatSpread(PairedRatios(ours, fl)), FormatSpread(PairedRatios(up, fl)))
+			label = ""
+		}
+	}
+	return sb.String()
+}
+
+func (b *bench) phaseTable() string {
+	var sb strings.Builder
+	sb.WriteString("| workload | phase (per-pod median) | ours | upstream | ours/upstream |\n|---|---|---|---|---|\n")
+	for _, wl := range workloads {
+		if wl.key == "churn" {
+			continue
+		}
+		label := b.wlLabel(wl.key, wl.label)
+		for _, f := range phaseFigs {
+			ours, up := b.res.get("ours", wl.key, f.key), b.res.get("upstream", wl.key, f.key)
+			fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s |\n", label, f.label, FormatSpread(ours), FormatSpread(up), FormatSpread(PairedRatios(ours, up)))
+			label = ""
+		}
+		for _, f := range logPhaseFigs {
+			ours := b.res.get("ours", wl.key, f.key)
+			fmt.Fprintf(&sb, "| | ours: %s (s) | %s | | |\n", f.label, FormatSpread(ours))
+		}
+	}
+	return sb.String()
+}
+
+func (b *bench) report(m machine, table string) string {
+	o := b.opt
+	var sb strings.Builder
+	fmt.Fprintf(&sb, `# Benchmarks: our kubelet side by side with the upstream kubelet
+
+Written by `+"`make bench`"+` (hack/bench.sh, test/bench). Do not edit the generated
+part by hand; re-run `+"`make bench`"+` instead.
+
+## Run
+
+| | |
+|---|---|
+| date | %s |
+| our kubelet | commit %s |
+| upstream kubelet | %s (same version as the control plane: %s) |
+| container runtime | %s (dedicated instance `+"`bench`"+`, runc, overlayfs/native per hack/containerd.sh) |
+| kernel | %s |
+| machine | %d CPUs, %.1f GiB memory |
+| rounds | %d (each: ours, upstream, floor) |
+| wall time of the measurement | %s |
+
+## Method
+
+- The local cluster (`+"`hack/cluster.sh up`"+` with CLUSTER_NODE=0; `+"`hack/node.sh stop`"+` first)
+  runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler on this machine. Each
+  kubelet joins it with the same identity (`+"`node.kubeconfig`"+`, NODE_NAME and NODE_IP from
+  kubelet-env) on the same dedicated containerd (`+"`hack/containerd.sh up bench`"+`, images imported
+  by `+"`hack/images.sh bench`"+`, so no pulls). Before each kubelet starts, every CRI pod is removed
+  and the Node object is deleted, so each run registers a fresh node on an empty runtime. The whole
+  benchmark holds `+"`/run/gokubelet/cluster.lock`"+`.
+- Rounds alternate: ours, upstream, floor, ours, upstream, floor, … Both kubelets run at `+"`-v=%d`"+`
+  with their default API QPS (50/100) and their own --root-dir, podLogsDir and healthz port.
+  The upstream kubelet's configuration adds what it needs here: `+"`failCgroupV1: false`"+`,
+  `+"`cgroupDriver: cgroupfs`"+`, `+"`failSwapOn: false`"+`, `+"`resolvConf`"+`, x509-only authentication
+  with webhook and anonymous off, authorization `+"`AlwaysAllow`"+`, the cluster's kubelet serving
+  certificate and `+"`--cert-dir`"+` under its root dir.
+- Pods: one container `+"`%s`"+` running `+"`sleep 3600`"+`, imagePullPolicy IfNotPresent,
+  terminationGracePeriodSeconds 1 (sleep as PID 1 ignores SIGTERM), no service-account token,
+  scheduled by kube-scheduler.
+- Workloads per kubelet and round, in this order on an otherwise empty node: a batch of %d pods
+  created at once (one create call per pod, all in parallel; client QPS 1000), then deleted; a
+  batch of %d the same way, left running for %v (idle RSS); churn: the %d pods deleted at once; a
+  steady stream of %d pods, one every %v, then deleted.
+- Startup latency per pod (the upstream pod-startup SLI, no pulls): from the moment the driver
+  issued the create call to the arrival of the first watch event showing every container running
+  (driver clock, sub-millisecond; never the API's 1 s timestamps). "Whole batch": first create
+  issued to the last pod running. Deletion: from the delete call to the watch's DELETED event.
+- Kubelet CPU: utime+stime from /proc/<pid>/stat over the workload's window (from its first call
+  to 3 s after it completed; %v for the large batch). Peak RSS: VmHWM over the same window (reset
+  through /proc/<pid>/clear_refs at its start). Idle RSS: VmRSS with the large batch running,
+  %v after the last pod started.
+- API requests per pod, from the API server's side: the increase of
+  `+"`apiserver_flowcontrol_dispatched_requests_total`"+` for the flow schemas that match group
+  system:nodes (`+"`system-nodes`"+`, `+"`system-node-high`"+`; only the kubelet under test uses that
+  group) over the workload's window, divided by its pods. Node-status and lease heartbeats inside
+  the window are included.
+- Floor: the same batches (and the same stream) straight through CRI with cri-client —
+  RunPodSandbox, CreateContainer, StartContainer per pod, one goroutine per pod and no bound,
+  which is the parallelism of our kubelet (one pod worker per pod, no limit). Latency: first CRI
+  call issued to StartContainer returned.
+- Every cell: median over rounds [min–max across rounds]. Ratios are computed per round between
+  runs of the same round (paired), then median [min–max] over rounds.
+
+## Results
+
+%s
+### Where the startup time goes (driver-observed, per-pod medians)
+
+"First kubelet status" is the first watch event with the kubelet's Initialized condition.
+
+%s
+`, m.date, m.commit, m.upstream, m.server, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
+		o.verbosity, testImage, o.batchSmall, o.batchLarge, o.settleIdle, o.batchLarge, o.streamN, o.streamEvery,
+		o.settleIdle, o.settleIdle, table, b.phaseTable())
+	if len(b.fails) > 0 {
+		sb.WriteString("### Failed runs (their figures are missing above)\n\n")
+		for _, f := range b.fails {
+			fmt.Fprintf(&sb, "- %s\n", strings.ReplaceAll(f, "\n", " "))
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
