@@ -41,3 +41,9 @@ cluster-down:
 
 clean:
 	rm -rf $(OUT)
+
+# Side-by-side benchmark against the upstream kubelet on the local cluster;
+# writes docs/benchmarks.md (see there). Well under 30 minutes here.
+.PHONY: bench
+bench:
+	hack/bench.sh
