@@ -61,8 +61,10 @@ type Manager struct {
 	pumpOnce sync.Once
 	wg       sync.WaitGroup
 
-	// run replaces runProbe in tests.
-	run func(ctx context.Context, p *v1.Probe, t target) (outcome, error)
+	// run replaces runProbe in tests; start replaces starting a worker's
+	// goroutine (tests step workers by hand).
+	run   func(ctx context.Context, p *v1.Probe, t target) (outcome, error)
+	start func(w *worker)
 }
 
 // podEntry is what the manager knows of one pod.
@@ -125,6 +127,10 @@ func NewManager(o Options) *Manager {
 		done:    make(chan struct{}),
 	}
 	m.run = m.runProbe
+	m.start = func(w *worker) {
+		m.wg.Add(1)
+		go w.run()
+	}
 	return m
 }
 
@@ -199,8 +205,7 @@ func (m *Manager) UpdatePod(pod *v1.Pod, status *container.PodStatus) {
 			}
 			w := newWorker(m, pod.UID, c.Name, kind)
 			pe.workers[k] = w
-			m.wg.Add(1)
-			go w.run()
+			m.start(w)
 		}
 	}
 	for k, w := range pe.workers {
