@@ -42,7 +42,9 @@ type Options struct {
 }
 
 // Manager runs probe workers and keeps their results. All methods are safe
-// for concurrent use; none blocks on a probe.
+// for concurrent use; none blocks on a probe. A nil *Manager runs no probes:
+// its methods do nothing, Result is nil (podstatus then ignores probes) and
+// Updates never delivers.
 type Manager struct {
 	opts  Options
 	clock clock.Clock
@@ -138,10 +140,18 @@ func NewManager(o Options) *Manager {
 // kubelet syncs it again (its status, and the kill of a container that
 // failed liveness). Signals are coalesced per pod while nobody reads; a
 // worker never waits for the reader.
-func (m *Manager) Updates() <-chan types.UID { return m.updates }
+func (m *Manager) Updates() <-chan types.UID {
+	if m == nil {
+		return nil
+	}
+	return m.updates
+}
 
 // Stop ends every worker and the update pump, and waits for them.
 func (m *Manager) Stop() {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	if m.stopped {
 		m.mu.Unlock()
@@ -164,6 +174,9 @@ func (m *Manager) Stop() {
 // each container's newest instance and the pod's IP. A terminal pod has its
 // workers stopped; a pod being deleted keeps only readiness.
 func (m *Manager) UpdatePod(pod *v1.Pod, status *container.PodStatus) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.stopped || pod == nil {
@@ -229,6 +242,9 @@ func (m *Manager) UpdatePod(pod *v1.Pod, status *container.PodStatus) {
 
 // RemovePod stops the pod's workers and forgets its results.
 func (m *Manager) RemovePod(uid types.UID) {
+	if m == nil {
+		return
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.removeLocked(uid)
@@ -254,6 +270,9 @@ func (m *Manager) removeLocked(uid types.UID) {
 // in the form podstatus.Options.Probes takes. containerID may carry the
 // "<runtime>://" prefix of the API's containerID.
 func (m *Manager) Result(uid types.UID) podstatus.ProbeResults {
+	if m == nil {
+		return nil
+	}
 	return func(kind podstatus.ProbeKind, name, containerID string) (bool, bool) {
 		k := Readiness
 		if kind == podstatus.StartupProbe {
@@ -269,6 +288,9 @@ func (m *Manager) Result(uid types.UID) podstatus.ProbeResults {
 // words ("Container web failed liveness probe"). It has the shape
 // kuberuntime.Options.Liveness takes.
 func (m *Manager) Liveness(uid types.UID, name, containerID string) (bool, string) {
+	if m == nil {
+		return false, ""
+	}
 	if m.result(uid, name, Startup, containerID) == Failure {
 		return true, fmt.Sprintf("Container %s failed startup probe", name)
 	}

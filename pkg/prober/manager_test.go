@@ -178,3 +178,16 @@ func TestHTTPReadinessAndTCPLivenessEndToEnd(t *testing.T) {
 		t.Fatalf("liveness failed against an open port")
 	}
 }
+
+func TestNilManagerRunsNoProbes(t *testing.T) {
+	var m *Manager
+	m.UpdatePod(podWith(v1.Container{Name: "app"}), nil)
+	m.RemovePod("x")
+	m.Stop()
+	if m.Result("x") != nil || m.Updates() != nil {
+		t.Fatalf("nil manager gives results")
+	}
+	if f, _ := m.Liveness("x", "app", "c1"); f {
+		t.Fatalf("nil manager fails liveness")
+	}
+}
