@@ -56,9 +56,9 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer, run runFunc) *cob
 		Long: `The kubelet runs on every node. It registers the node with the API server
 (or, without --kubeconfig, runs standalone), keeps the node's lease and
 status, runs the pods bound to the node (and static pods) through a CRI
-container runtime, and reports their status. It serves healthz and, when
-enabled, the read-only API (/pods, /runningpods/). Not implemented yet:
-probes and the authenticated API on --port (logs, exec, stats, metrics).
+container runtime, probes them, and reports their status. It serves healthz
+and, when enabled, the read-only API (/pods, /runningpods/). Not implemented
+yet: the authenticated API on --port (logs, exec, stats, metrics).
 
 Configuration comes from a KubeletConfiguration file (--config,
 kubelet.config.k8s.io/v1beta1) with flags given on the command line taking

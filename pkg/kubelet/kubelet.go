@@ -25,6 +25,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/podconfig"
 	"github.com/gokubelet/kubelet/pkg/podmanager"
 	"github.com/gokubelet/kubelet/pkg/podworkers"
+	"github.com/gokubelet/kubelet/pkg/prober"
 )
 
 // Timings of the loops around the pod workers. The relist period and the
@@ -77,6 +78,8 @@ type Kubelet struct {
 	sources []string
 
 	reasons reasonCache
+	// probes runs liveness, readiness and startup probes.
+	probes *prober.Manager
 	// cluster is nil in standalone mode.
 	cluster *clusterParts
 

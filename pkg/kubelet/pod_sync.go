@@ -24,6 +24,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration
 	if err != nil {
 		return false, 0, err
 	}
+	k.probes.UpdatePod(pod, rs)
 	st := k.computeStatus(pod, rs, podstatus.Options{})
 	if reason, msg, ok := k.activeDeadlineExceeded(pod, st); ok {
 		k.recorder.Event(pod, v1.EventTypeNormal, reason, msg)
@@ -31,6 +32,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration
 	}
 	k.status.SetPodStatus(pod, st)
 	if podstatus.IsTerminal(st.Phase) {
+		k.probes.RemovePod(pod.UID)
 		return true, 0, nil
 	}
 
@@ -39,6 +41,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration
 	k.reasons.update(pod.UID, res.WaitingReasons())
 	if res.Changed() {
 		if rs2, err := k.inspect(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+			k.probes.UpdatePod(pod, rs2)
 			k.status.SetPodStatus(pod, k.computeStatus(pod, rs2, podstatus.Options{}))
 		}
 	}
@@ -51,6 +54,9 @@ func (k *Kubelet) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration
 // SyncTerminatingPod stops everything of the pod within its grace period.
 func (k *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, gracePeriod *int64, statusFn func(*v1.PodStatus)) error {
 	uid, name, ns := identity(pod, running)
+	// Nothing of the pod will run again: no more probes (and no liveness
+	// kill racing the pod's own).
+	k.probes.RemovePod(uid)
 	rs, err := k.inspect(ctx, uid, name, ns)
 	if err != nil {
 		return err
@@ -115,6 +121,9 @@ func (k *Kubelet) computeStatus(pod *v1.Pod, rs *container.PodStatus, opts podst
 		prev = &old
 	}
 	opts.Now = k.clock.Now()
+	if opts.Probes == nil && k.probes != nil {
+		opts.Probes = k.probes.Result(pod.UID)
+	}
 	opts.RuntimeType = k.runtime.Type()
 	opts.HostIPs = k.hostIPs
 	return podstatus.Compute(pod, rs, k.reasons.get(pod.UID), prev, opts)

@@ -22,6 +22,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/podsource/file"
 	"github.com/gokubelet/kubelet/pkg/podsource/url"
 	"github.com/gokubelet/kubelet/pkg/podworkers"
+	"github.com/gokubelet/kubelet/pkg/prober"
 	"github.com/gokubelet/kubelet/pkg/server"
 	"github.com/gokubelet/kubelet/pkg/status"
 )
@@ -86,11 +87,16 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Recorder:              k.recorder,
 		SerializeImagePulls:   cfg.SerializeImagePulls == nil || *cfg.SerializeImagePulls,
 		MaxParallelImagePulls: int(deref(cfg.MaxParallelImagePulls)),
+		Liveness: func(uid types.UID, name, containerID string) (bool, string) {
+			return k.probes.Liveness(uid, name, containerID)
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
 	}
 	k.runtime = rt
+	k.probes = prober.NewManager(prober.Options{Exec: prober.CRIExec(rt.RuntimeService()), Recorder: k.recorder, Clock: k.clock, HostIPs: k.hostIPs})
+	defer k.probes.Stop()
 	version, err := rt.Version(ctx)
 	if err != nil {
 		return fmt.Errorf("container runtime at %s does not answer: %w", cfg.ContainerRuntimeEndpoint, err)

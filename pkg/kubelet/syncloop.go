@@ -34,6 +34,12 @@ func (k *Kubelet) syncLoop(ctx context.Context) {
 			k.handlePodUpdate(ctx, u)
 		case e := <-k.pleg.Events():
 			k.handlePLEGEvent(ctx, e)
+		case uid := <-k.probes.Updates():
+			// A probe result changed: status (ready, started) and maybe a
+			// liveness kill.
+			if p, ok := k.pods.Get(uid); ok {
+				k.dispatch(ctx, p)
+			}
 		case <-housekeeping.C():
 			k.housekeeping(ctx)
 		}
