@@ -28,19 +28,22 @@ if ! flock -n 9; then
   flock 9
 fi
 
-hack/install-deps.sh
+# Children get the lock's descriptor closed (9>&-): a daemon started below
+# (containerd, a control-plane component) would otherwise inherit it and hold
+# the lock after this script ends.
+hack/install-deps.sh 9>&-
 # The upstream kubelet, cached by version like the control plane (minutes on
 # the first run).
-hack/build-upstream.sh kubelet >&2
+hack/build-upstream.sh kubelet >&2 9>&-
 UPSTREAM_KUBELET=$UPSTREAM_CACHE/$KUBE_VERSION/bin/kubelet
 
 # The control plane only; the node kubelet of `make cluster` would claim the
 # same Node.
-CLUSTER_NODE=0 hack/cluster.sh up >/dev/null
-hack/node.sh stop >/dev/null
+CLUSTER_NODE=0 hack/cluster.sh up >/dev/null 9>&-
+hack/node.sh stop >/dev/null 9>&-
 
-hack/containerd.sh up bench
-hack/images.sh bench
+hack/containerd.sh up bench 9>&-
+hack/images.sh bench 9>&-
 
 go build -o "$BENCH_DIR/kubelet" ./cmd/kubelet
 go build -o "$BENCH_DIR/bench" ./test/bench
@@ -53,5 +56,5 @@ mkdir -p "$WORK"
 # shellcheck disable=SC2086
 "$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -upstream "$UPSTREAM_KUBELET" \
   -rounds "$ROUNDS" -cri "unix://$(hack/containerd.sh socket bench)" \
-  -work-dir "$WORK" -out "$OUT" -commit "$commit" ${BENCH_ARGS:-}
+  -work-dir "$WORK" -out "$OUT" -commit "$commit" ${BENCH_ARGS:-} 9>&-
 echo "bench: wrote $OUT; kubelet logs in $WORK" >&2
