@@ -562,3 +562,34 @@ func TestKubeletRecordsEvents(t *testing.T) {
 		return seen["Pulled"] && seen["Created"] && seen["Started"] && seen["Killing"], fmt.Sprint(all)
 	})
 }
+
+func TestDeletedNodeIsRecreated(t *testing.T) {
+	name := node(t)
+	ctx := context.Background()
+	old, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := client.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "node recreated and Ready", func() (bool, string) {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return n.UID != old.UID && nodeReady(n), fmt.Sprintf("uid %s ready %v", n.UID, nodeReady(n))
+	})
+	// The lease follows the new Node.
+	framework.Eventually(t, "lease owned by the new node", func() (bool, string) {
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(l.OwnerReferences) == 1 && l.OwnerReferences[0].UID == n.UID, fmt.Sprint(l.OwnerReferences)
+	})
+}
