@@ -217,8 +217,6 @@ func (k *Kubelet) readiness() nodestatus.Readiness {
 	return r
 }
 
-func isMirror(p *v1.Pod) bool { return podmanager.IsMirrorPod(p) }
-
 // onMirrorPodChange reacts to a mirror pod appearing, changing or going:
 // the mirror loop checks it, and the static pod's status is written to it
 // at once.

@@ -54,11 +54,14 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 		log.V(2).Info("Pod config update", "op", u.Op.String(), "source", u.Source, "pods", podNames(u.Pods))
 	}
 	switch u.Op {
-	case podconfig.ADD, podconfig.UPDATE, podconfig.RECONCILE:
+	case podconfig.ADD, podconfig.UPDATE, podconfig.DELETE, podconfig.RECONCILE:
+		// DELETE is a graceful deletion: the pod stays desired until its
+		// source drops it, and dispatch stops it within its deletion grace
+		// period.
 		k.pods.AddOrUpdate(u.Pods...)
 		// Admission sees pods in creation order, as upstream.
 		for _, p := range sortByCreation(u.Pods) {
-			if isMirror(p) {
+			if podmanager.IsMirrorPod(p) {
 				k.onMirrorPodChange(ctx, p)
 				continue
 			}
@@ -70,24 +73,13 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 			}
 			k.dispatch(ctx, p)
 		}
-	case podconfig.DELETE:
-		// Graceful deletion: the pod stays desired until its source drops
-		// it, but must stop within its deletion grace period.
-		k.pods.AddOrUpdate(u.Pods...)
-		for _, p := range u.Pods {
-			if isMirror(p) {
-				k.onMirrorPodChange(ctx, p)
-				continue
-			}
-			k.dispatch(ctx, p)
-		}
 	case podconfig.REMOVE:
 		k.pods.Remove(u.Pods...)
 		for _, p := range u.Pods {
 			if podmanager.IsStaticPod(p) {
 				k.triggerMirrors()
 			}
-			if isMirror(p) {
+			if podmanager.IsMirrorPod(p) {
 				k.onMirrorPodChange(ctx, p)
 				continue
 			}
