@@ -51,6 +51,8 @@ go build -o "$BENCH_DIR/bench" ./test/bench
 commit=$(git rev-parse --short HEAD)
 git diff --quiet HEAD -- cmd pkg go.mod go.sum 2>/dev/null || commit="$commit (with uncommitted changes in cmd/pkg)"
 
+# The upstream kubelet leaves its root dir bind-mounted on itself.
+findmnt -rn -o TARGET | grep -E "^$WORK(/|$)" | sort -r | xargs -r -n1 umount -l || true
 rm -rf "$WORK"
 mkdir -p "$WORK"
 # shellcheck disable=SC2086

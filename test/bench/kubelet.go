@@ -202,3 +202,25 @@ func readProc(pid int) (procSample, error) {
 func resetPeakRSS(pid int) error {
 	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0o200)
 }
+
+// unmountUnder detaches every mount at or below dir, deepest first: the
+// upstream kubelet makes its root dir a shared bind mount of itself.
+func unmountUnder(dir string) {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	var targets []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		if t := f[4]; t == dir || strings.HasPrefix(t, dir+"/") {
+			targets = append(targets, t)
+		}
+	}
+	for i := len(targets) - 1; i >= 0; i-- {
+		_ = syscall.Unmount(targets[i], syscall.MNT_DETACH)
+	}
+}

@@ -290,6 +290,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 		bin = o.upstream
 	}
 	dir := filepath.Join(o.workDir, fmt.Sprintf("%s-r%d", kind, round))
+	unmountUnder(dir)
 	_ = os.RemoveAll(dir)
 	args, healthz, err := kubeletConfig(kind, bin, dir, b.env, o.criEndpoint, o.verbosity)
 	if err != nil {
@@ -303,6 +304,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	defer func() {
 		b.forceCleanup(ns)
 		k.stop()
+		unmountUnder(dir)
 		if cerr := clearRuntime(context.Background(), b.rt); cerr != nil && err == nil {
 			err = cerr
 		}

@@ -61,7 +61,18 @@ func (t *tracker) run(ctx context.Context, cs kubernetes.Interface, ns string, r
 	rv := ""
 	first := true
 	for ctx.Err() == nil {
-		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
+		if rv == "" {
+			// Start from a List's resourceVersion: a watch without one asks
+			// for initial events, which this apiserver refuses on etcd 3.4
+			// ("RequestWatchProgress is disabled").
+			l, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			rv = l.ResourceVersion
+		}
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
 		if err != nil {
 			time.Sleep(100 * time.Millisecond)
 			continue
@@ -74,7 +85,9 @@ func (t *tracker) run(ctx context.Context, cs kubernetes.Interface, ns string, r
 			now := time.Now()
 			pod, ok := ev.Object.(*v1.Pod)
 			if !ok {
-				continue
+				// An error (e.g. resourceVersion too old): list again.
+				rv = ""
+				break
 			}
 			rv = pod.ResourceVersion
 			if ev.Type == watch.Bookmark {
