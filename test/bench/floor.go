@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
@@ -106,7 +108,8 @@ func clearRuntime(ctx context.Context, rt cri.RuntimeService) error {
 			if err == nil {
 				err = rt.RemovePodSandbox(ctx, id)
 			}
-			if err != nil {
+			// Gone meanwhile (a kubelet still finishing a removal): fine.
+			if err != nil && status.Code(err) != codes.NotFound {
 				mu.Lock()
 				if first == nil {
 					first = fmt.Errorf("clearing sandbox %s: %w", id, err)

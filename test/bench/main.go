@@ -513,9 +513,9 @@ func (b *bench) runFloorRound() error {
 
 type machine struct {
 	date, kernel, runtime, commit, upstream, server string
-	cpus                                           int
-	memGiB                                         float64
-	duration                                       time.Duration
+	cpus                                            int
+	memGiB                                          float64
+	duration                                        time.Duration
 }
 
 func (b *bench) machineInfo(runtimeVersion string, d time.Duration) machine {
