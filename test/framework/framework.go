@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	cri "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
@@ -88,7 +90,8 @@ func Setup(root, dir string) (kubeletBin string, rt cri.RuntimeService, err erro
 	return kubeletBin, rt, ClearRuntime(rt)
 }
 
-// ClearRuntime removes every pod sandbox (and so every container).
+// ClearRuntime removes every pod sandbox (and so every container). A
+// sandbox that disappears meanwhile (a kubelet removing it) counts as done.
 func ClearRuntime(rt cri.RuntimeService) error {
 	ctx := context.Background()
 	sbs, err := rt.ListPodSandbox(ctx, nil)
@@ -96,10 +99,10 @@ func ClearRuntime(rt cri.RuntimeService) error {
 		return err
 	}
 	for _, sb := range sbs {
-		if err := rt.StopPodSandbox(ctx, sb.Id); err != nil {
+		if err := rt.StopPodSandbox(ctx, sb.Id); err != nil && status.Code(err) != codes.NotFound {
 			return fmt.Errorf("stop sandbox %s: %w", sb.Id, err)
 		}
-		if err := rt.RemovePodSandbox(ctx, sb.Id); err != nil {
+		if err := rt.RemovePodSandbox(ctx, sb.Id); err != nil && status.Code(err) != codes.NotFound {
 			return fmt.Errorf("remove sandbox %s: %w", sb.Id, err)
 		}
 	}
