@@ -41,6 +41,9 @@ const (
 	// syncLoopThreshold is how long the sync loop may go without an
 	// iteration before healthz fails.
 	syncLoopThreshold = 2 * time.Minute
+	// shutdownWait bounds how long a stopping kubelet waits for pod worker
+	// steps under way (a runtime call is never abandoned midway lightly).
+	shutdownWait = 15 * time.Second
 )
 
 // kubeletClock is the clock the kubelet's loops need: tickers for the

@@ -171,6 +171,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	log.Info("Kubelet started", "sources", k.sources, "rootDir", s.RootDir, "hostIPs", k.hostIPs)
 	k.syncLoop(ctx)
 	log.Info("Kubelet stopping; pods keep running")
+	if !k.workers.Wait(shutdownWait) {
+		log.Info("Pod workers still busy at shutdown; exiting anyway", "waited", shutdownWait)
+	}
 	return nil
 }
 

@@ -165,7 +165,7 @@ func NewWithServices(ctx context.Context, rs cri.RuntimeService, is cri.ImageMan
 	o.setDefaults()
 	m := &Manager{
 		opts:         o,
-		runtime:      rs,
+		runtime:      detached{rs},
 		image:        is,
 		clock:        o.Clock,
 		crash:        backoff.New(backoff.CrashLoop, o.Clock),

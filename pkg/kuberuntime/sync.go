@@ -79,6 +79,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		return res
 	}
 
+	// A cancelled sync (the pod is being killed) stops between steps; a step
+	// under way runs to its end (see detached).
+	if ctx.Err() != nil {
+		return res
+	}
 	var sandboxID string
 	var sandboxCfg *runtimeapi.PodSandboxConfig
 	podIPs := status.IPs
@@ -104,6 +109,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	}
 
 	for _, s := range a.InitContainersToStart {
+		if ctx.Err() != nil {
+			return res
+		}
 		step := m.startContainer(ctx, pod, s, sandboxID, sandboxCfg, podIPs)
 		add(step)
 		if step.Err != nil {
@@ -112,6 +120,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		m.pruneOldInstances(ctx, status, s.Name)
 	}
 	for _, s := range a.ContainersToStart {
+		if ctx.Err() != nil {
+			return res
+		}
 		step := m.startContainer(ctx, pod, s, sandboxID, sandboxCfg, podIPs)
 		add(step)
 		if step.Err == nil {

@@ -98,6 +98,9 @@ type Workers struct {
 	ctx    context.Context
 	pods   map[types.UID]*podState
 	byName map[string]map[types.UID]*podState
+
+	// inflight counts handler calls under way, for Wait.
+	inflight sync.WaitGroup
 }
 
 type podState struct {
@@ -153,6 +156,21 @@ func (w *Workers) Start(ctx context.Context) {
 	w.mu.Lock()
 	w.ctx = ctx
 	w.mu.Unlock()
+}
+
+// Wait waits, at most timeout, for the handler calls under way to return;
+// it reports whether they all did. Used at shutdown (after the workers'
+// context ended), so the process does not exit in the middle of a runtime
+// call.
+func (w *Workers) Wait(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() { w.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
 }
 
 // FullName is namespace/name, the identity two instances of a pod share.
@@ -264,6 +282,8 @@ func (w *Workers) step(ctx context.Context, ps *podState) bool {
 	}
 	ps.dirty = false
 	ps.working = true
+	w.inflight.Add(1)
+	defer w.inflight.Done()
 	state, pod, running, remove := ps.state, ps.pod, ps.running, ps.remove
 	grace := remainingGrace(ps.killGrace, ps.terminatingSince, w.opts.Clock.Now())
 	statusFn := ps.killStatus

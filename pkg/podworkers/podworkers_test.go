@@ -377,3 +377,20 @@ func TestGraceArithmetic(t *testing.T) {
 		t.Errorf("remaining of nil = %d", *g)
 	}
 }
+
+func TestWaitCoversTheStepUnderWay(t *testing.T) {
+	f := newFake()
+	release := make(chan struct{})
+	f.gate["sync"] = release
+	w, _, cancel := newWorkers(f)
+	w.UpdatePod(Update{Type: UpdateSync, Pod: pod("a", "p", "1")})
+	f.next(t)
+	cancel() // shutdown: the step under way is not abandoned
+	if w.Wait(10 * time.Millisecond) {
+		t.Fatalf("Wait returned while a sync was still running")
+	}
+	close(release)
+	if !w.Wait(10 * time.Second) {
+		t.Fatalf("Wait did not return after the sync finished")
+	}
+}
