@@ -21,6 +21,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -289,11 +290,14 @@ func TestNodeIsReadyWithItsFacts(t *testing.T) {
 			t.Errorf("condition %s=False missing: %v", want, n.Status.Conditions)
 		}
 	}
-	// The Lease is renewed.
-	l1, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The Lease exists (it is created once the Node is registered) and is
+	// renewed.
+	var l1 *coordinationv1.Lease
+	framework.Eventually(t, "the node's lease", func() (bool, string) {
+		l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+		l1 = l
+		return err == nil, fmt.Sprint(err)
+	})
 	if ptr.Deref(l1.Spec.HolderIdentity, "") != name || ptr.Deref(l1.Spec.LeaseDurationSeconds, 0) != 40 {
 		t.Errorf("lease spec: %+v", l1.Spec)
 	}
