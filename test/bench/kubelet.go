@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gokubelet/kubelet/test/framework"
 )
 
 // kubeletProc is one kubelet under test, started for one round.
@@ -21,25 +22,16 @@ type kubeletProc struct {
 	exited  chan struct{}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // kubeletConfig writes the KubeletConfiguration for kind into dir and returns
 // the command line. Both kubelets get the same node identity, runtime,
 // cluster domain and log verbosity; the upstream one needs a few settings
 // more to run here (see docs/benchmarks.md).
 func kubeletConfig(kind, bin, dir string, env map[string]string, criEndpoint string, verbosity int) ([]string, int, error) {
-	healthz, err := freePort()
+	healthz, err := framework.FreeTCPPort()
 	if err != nil {
 		return nil, 0, err
 	}
-	port, err := freePort()
+	port, err := framework.FreeTCPPort()
 	if err != nil {
 		return nil, 0, err
 	}

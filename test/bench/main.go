@@ -26,6 +26,8 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/test/framework"
 )
 
 type options struct {
@@ -100,7 +102,7 @@ func logf(format string, args ...any) {
 }
 
 func run(o options) error {
-	env, err := readEnv(filepath.Join(o.clusterDir, "kubelet-env"))
+	env, err := framework.ReadClusterEnv(filepath.Join(o.clusterDir, "kubelet-env"))
 	if err != nil {
 		return err
 	}
@@ -148,26 +150,6 @@ func run(o options) error {
 	table := b.table()
 	fmt.Println(table)
 	return os.WriteFile(o.out, []byte(b.report(info, table)), 0o644)
-}
-
-func readEnv(path string) (map[string]string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(string(data), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if ok && !strings.HasPrefix(k, "#") {
-			out[k] = strings.Trim(v, `"'`)
-		}
-	}
-	for _, k := range []string{"NODE_NAME", "NODE_IP", "NODE_KUBECONFIG"} {
-		if out[k] == "" {
-			return nil, fmt.Errorf("%s has no %s", path, k)
-		}
-	}
-	return out, nil
 }
 
 // nodeFlows counts the API requests made with the node's identity, from the

@@ -95,7 +95,7 @@ func setup(tmp string) error {
 	if err := framework.Script(repoRoot, nil, "hack/node.sh", "stop"); err != nil {
 		return err
 	}
-	clusterEnv, err = readEnv(filepath.Join(clusterDir, "kubelet-env"))
+	clusterEnv, err = framework.ReadClusterEnv(filepath.Join(clusterDir, "kubelet-env"))
 	if err != nil {
 		return err
 	}
@@ -134,27 +134,6 @@ clusterDomain: cluster.local
 	kubelet.Args = []string{"--config", filepath.Join(tmp, "config.yaml"), "--root-dir", filepath.Join(tmp, "root"),
 		"--kubeconfig", clusterEnv["NODE_KUBECONFIG"], "--hostname-override", clusterEnv["NODE_NAME"], "--node-ip", clusterEnv["NODE_IP"], "-v", "3"}
 	return nil
-}
-
-// readEnv reads the KEY=value lines cluster.sh writes for a node.
-func readEnv(path string) (map[string]string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
-		if ok && !strings.HasPrefix(k, "#") {
-			out[k] = strings.Trim(v, `"'`)
-		}
-	}
-	for _, k := range []string{"NODE_NAME", "NODE_IP", "NODE_KUBECONFIG"} {
-		if out[k] == "" {
-			return nil, fmt.Errorf("%s has no %s", path, k)
-		}
-	}
-	return out, nil
 }
 
 // node starts the shared kubelet on first use and waits for the Node to be

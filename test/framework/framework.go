@@ -300,3 +300,29 @@ func (k *Kubelet) Signal(sig syscall.Signal) error {
 		return fmt.Errorf("kubelet did not exit on %v within 30s", sig)
 	}
 }
+
+// ClusterEnvFile is where hack/cluster.sh writes what a node of the local
+// cluster needs (NODE_NAME, NODE_IP, NODE_KUBECONFIG, ...).
+const ClusterEnvFile = "/var/lib/gokubelet/cluster/kubelet-env"
+
+// ReadClusterEnv reads the KEY=value lines of a kubelet-env file and checks
+// that the node's name, IP and kubeconfig are there.
+func ReadClusterEnv(path string) (map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if ok && !strings.HasPrefix(k, "#") {
+			out[k] = strings.Trim(v, `"'`)
+		}
+	}
+	for _, k := range []string{"NODE_NAME", "NODE_IP", "NODE_KUBECONFIG"} {
+		if out[k] == "" {
+			return nil, fmt.Errorf("%s has no %s", path, k)
+		}
+	}
+	return out, nil
+}
