@@ -223,9 +223,7 @@ func (k *Kubelet) readiness() nodestatus.Readiness {
 func (k *Kubelet) onMirrorPodChange(ctx context.Context, mirror *v1.Pod) {
 	k.triggerMirrors()
 	if static, ok := k.pods.GetByFullName(podmanager.FullName(mirror)); ok {
-		if s, ok := k.status.(interface{ Sync(types.UID) }); ok {
-			s.Sync(static.UID)
-		}
+		k.status.Sync(static.UID)
 	}
 }
 
@@ -301,9 +299,7 @@ func (k *Kubelet) reconcileMirrors(ctx context.Context) {
 
 // housekeepingExtras drops cached statuses of pods no source has any more.
 func (k *Kubelet) housekeepingExtras(ctx context.Context) {
-	if rm, ok := k.status.(interface{ RemoveOrphans(func(types.UID) bool) }); ok {
-		rm.RemoveOrphans(k.pods.Has)
-	}
+	k.status.RemoveOrphans(k.pods.Has)
 	if k.cluster != nil {
 		k.cluster.mu.Lock()
 		for uid := range k.cluster.admitted {
@@ -326,9 +322,7 @@ func (k *Kubelet) onPodRemoved(ctx context.Context, uid types.UID, pod *v1.Pod) 
 	// An API pod: its terminal status must reach the API server before the
 	// final delete, so the status entry stays until the pod leaves the
 	// source; ask for the delete check now.
-	if s, ok := k.status.(interface{ Sync(types.UID) }); ok {
-		s.Sync(uid)
-	}
+	k.status.Sync(uid)
 }
 
 // admit decides, once per pod, whether a new pod may run here, as upstream

@@ -59,6 +59,10 @@ type StatusManager interface {
 	SetPodStatus(pod *v1.Pod, st v1.PodStatus)
 	GetPodStatus(uid types.UID) (v1.PodStatus, bool)
 	RemovePod(uid types.UID)
+	// RemoveOrphans drops the statuses of pods keep does not claim.
+	RemoveOrphans(keep func(types.UID) bool)
+	// Sync asks for the pod's status (or final delete) to be written now.
+	Sync(uid types.UID)
 }
 
 // Kubelet is the assembled node.

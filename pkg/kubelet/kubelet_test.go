@@ -23,7 +23,9 @@ func (f fakeStatus) GetPodStatus(uid types.UID) (v1.PodStatus, bool) {
 	st, ok := f[uid]
 	return st, ok
 }
-func (f fakeStatus) RemovePod(uid types.UID) { delete(f, uid) }
+func (f fakeStatus) RemovePod(uid types.UID)            { delete(f, uid) }
+func (f fakeStatus) RemoveOrphans(func(types.UID) bool) {}
+func (f fakeStatus) Sync(types.UID)                     {}
 
 func TestReasonCacheKeepsOnlyCurrentReasons(t *testing.T) {
 	var r reasonCache
