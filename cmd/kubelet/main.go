@@ -21,8 +21,8 @@ import (
 	"github.com/spf13/pflag"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 	"github.com/gokubelet/kubelet/pkg/kubelet"
-	"github.com/gokubelet/kubelet/pkg/kubeletconfig"
 )
 
 // version is the kubelet's version, set at build time with

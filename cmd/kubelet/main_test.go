@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gokubelet/kubelet/pkg/kubeletconfig"
+	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 )
 
 // When KUBELET_TEST_MAIN is set the test binary behaves as the kubelet, so

@@ -20,17 +20,17 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/gokubelet/kubelet/pkg/admission"
-	"github.com/gokubelet/kubelet/pkg/machineinfo"
-	"github.com/gokubelet/kubelet/pkg/mirrorpod"
-	"github.com/gokubelet/kubelet/pkg/nodelease"
-	"github.com/gokubelet/kubelet/pkg/nodestatus"
-	"github.com/gokubelet/kubelet/pkg/podconfig"
-	"github.com/gokubelet/kubelet/pkg/podmanager"
-	"github.com/gokubelet/kubelet/pkg/podsource/apiserver"
-	"github.com/gokubelet/kubelet/pkg/podstatus"
-	"github.com/gokubelet/kubelet/pkg/podworkers"
-	"github.com/gokubelet/kubelet/pkg/status"
+	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
+	"github.com/gokubelet/kubelet/pkg/node/mirrorpod"
+	"github.com/gokubelet/kubelet/pkg/node/nodelease"
+	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/node/statuswriter"
+	"github.com/gokubelet/kubelet/pkg/pod/admission"
+	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podmanager"
+	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
+	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
+	"github.com/gokubelet/kubelet/pkg/pod/source/apiserver"
 )
 
 // Version is the version the kubelet reports in the Node's nodeInfo: the
@@ -86,7 +86,7 @@ func (c *clusterParts) client() kubernetes.Interface {
 }
 
 // resolver is the status manager's view of the kubelet; nil standalone.
-func (c *clusterParts) resolver(k *Kubelet) status.PodResolver {
+func (c *clusterParts) resolver(k *Kubelet) statuswriter.PodResolver {
 	if c == nil {
 		return nil
 	}
@@ -399,19 +399,19 @@ func sortByCreation(pods []*v1.Pod) []*v1.Pod {
 
 // StatusTarget maps a pod to the API object carrying its status: the pod
 // itself, or the mirror pod of a static pod.
-func (k *Kubelet) StatusTarget(uid types.UID) (status.Target, bool) {
+func (k *Kubelet) StatusTarget(uid types.UID) (statuswriter.Target, bool) {
 	p, ok := k.pods.Get(uid)
 	if !ok {
-		return status.Target{}, false
+		return statuswriter.Target{}, false
 	}
 	if podmanager.IsStaticPod(p) {
 		m, ok := k.pods.MirrorOf(p)
 		if !ok {
-			return status.Target{}, false
+			return statuswriter.Target{}, false
 		}
-		return status.Target{Pod: m, Mirror: true}, true
+		return statuswriter.Target{Pod: m, Mirror: true}, true
 	}
-	return status.Target{Pod: p}, true
+	return statuswriter.Target{Pod: p}, true
 }
 
 // PodTerminated reports that none of the pod's containers runs or will run

@@ -18,14 +18,14 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
-	"github.com/gokubelet/kubelet/pkg/container"
-	"github.com/gokubelet/kubelet/pkg/kubeletconfig"
-	"github.com/gokubelet/kubelet/pkg/machineinfo"
-	"github.com/gokubelet/kubelet/pkg/pleg"
-	"github.com/gokubelet/kubelet/pkg/podconfig"
-	"github.com/gokubelet/kubelet/pkg/podmanager"
-	"github.com/gokubelet/kubelet/pkg/podworkers"
-	"github.com/gokubelet/kubelet/pkg/prober"
+	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
+	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
+	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podmanager"
+	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
+	"github.com/gokubelet/kubelet/pkg/pod/prober"
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/runtime/pleg"
 )
 
 // Timings of the loops around the pod workers. The relist period and the

@@ -10,9 +10,9 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/gokubelet/kubelet/pkg/container"
-	"github.com/gokubelet/kubelet/pkg/kubeletconfig"
-	"github.com/gokubelet/kubelet/pkg/machineinfo"
+	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
+	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
 // fakeStatus is an in-memory StatusManager.

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"github.com/gokubelet/kubelet/pkg/container"
-	"github.com/gokubelet/kubelet/pkg/podstatus"
+	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
 // The pod worker handlers. Each reads the pod's state from the runtime

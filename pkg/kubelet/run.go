@@ -13,18 +13,18 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/gokubelet/kubelet/pkg/kubeletconfig"
-	"github.com/gokubelet/kubelet/pkg/kuberuntime"
-	"github.com/gokubelet/kubelet/pkg/machineinfo"
-	"github.com/gokubelet/kubelet/pkg/pleg"
-	"github.com/gokubelet/kubelet/pkg/podconfig"
-	"github.com/gokubelet/kubelet/pkg/podmanager"
-	"github.com/gokubelet/kubelet/pkg/podsource/file"
-	"github.com/gokubelet/kubelet/pkg/podsource/url"
-	"github.com/gokubelet/kubelet/pkg/podworkers"
-	"github.com/gokubelet/kubelet/pkg/prober"
+	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
+	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
+	"github.com/gokubelet/kubelet/pkg/node/statuswriter"
+	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podmanager"
+	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
+	"github.com/gokubelet/kubelet/pkg/pod/prober"
+	"github.com/gokubelet/kubelet/pkg/pod/source/file"
+	"github.com/gokubelet/kubelet/pkg/pod/source/url"
+	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
+	"github.com/gokubelet/kubelet/pkg/runtime/pleg"
 	"github.com/gokubelet/kubelet/pkg/server"
-	"github.com/gokubelet/kubelet/pkg/status"
 )
 
 // Run starts the kubelet with the given settings and blocks until ctx ends
@@ -117,7 +117,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	defer wg.Wait()
 
 	// Status first: workers write to it from their first sync.
-	sm := status.NewManager(status.Options{Client: cl.client(), Resolver: cl.resolver(k)})
+	sm := statuswriter.NewManager(statuswriter.Options{Client: cl.client(), Resolver: cl.resolver(k)})
 	k.status = sm
 	goRun("status", sm.Run)
 

@@ -6,11 +6,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gokubelet/kubelet/pkg/container"
-	"github.com/gokubelet/kubelet/pkg/pleg"
-	"github.com/gokubelet/kubelet/pkg/podconfig"
-	"github.com/gokubelet/kubelet/pkg/podmanager"
-	"github.com/gokubelet/kubelet/pkg/podworkers"
+	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podmanager"
+	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/runtime/pleg"
 )
 
 // syncLoop is the kubelet's one select: pod config changes, runtime events

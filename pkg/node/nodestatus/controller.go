@@ -1,0 +1,417 @@
+package nodestatus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
+)
+
+// Defaults of KubeletConfiguration's nodeStatusUpdateFrequency and
+// nodeStatusReportFrequency.
+const (
+	DefaultUpdateFrequency = 10 * time.Second
+	DefaultReportFrequency = 5 * time.Minute
+)
+
+const (
+	registerBackoffInitial = 100 * time.Millisecond
+	registerBackoffMax     = 7 * time.Second
+	// patchAttempts bounds the status patch retries within one check; the
+	// next check starts over.
+	patchAttempts = 5
+)
+
+// Options configure a Controller. Client, Config.NodeName and Machine are
+// required.
+type Options struct {
+	Client kubernetes.Interface
+	Config Config
+	// Machine returns the machine's facts; called at registration and at
+	// every status check (machineinfo.Read is cheap). When it fails after a
+	// first success, the last good facts are used.
+	Machine func() (machineinfo.Info, error)
+	// RuntimeVersion returns "<type>://<version>"; "" keeps the last one.
+	// Nil leaves containerRuntimeVersion empty.
+	RuntimeVersion func() string
+	// Readiness reports runtime and network readiness. Nil means always
+	// ready (a virtual node whose provider has no such notion).
+	Readiness func() Readiness
+	// Pressure reports eviction pressure. Nil means none.
+	Pressure func() Pressure
+	// UpdateFrequency is how often the status is computed and, if changed,
+	// written (nodeStatusUpdateFrequency). Default 10s.
+	UpdateFrequency time.Duration
+	// ReportFrequency is the longest time between two writes even without
+	// change (nodeStatusReportFrequency). Default 5m.
+	ReportFrequency time.Duration
+	// Clock defaults to the real clock.
+	Clock clock.WithTicker
+}
+
+// Controller registers this kubelet's Node and keeps its status current.
+// Create it with NewController and run it with Start.
+type Controller struct {
+	opts    Options
+	client  kubernetes.Interface
+	cfg     Config
+	clock   clock.WithTicker
+	trigger chan struct{}
+	ready   chan struct{}
+
+	mu          sync.RWMutex
+	latest      *v1.Node // last Node seen from the API server (nil before registration / after deletion)
+	registered  bool
+	lastReport  time.Time
+	machine     machineinfo.Info
+	haveMachine bool
+	readyOnce   sync.Once
+}
+
+// NewController checks opts and returns a Controller.
+func NewController(opts Options) (*Controller, error) {
+	if opts.Client == nil {
+		return nil, errors.New("nodestatus: Options.Client is required")
+	}
+	if opts.Config.NodeName == "" {
+		return nil, errors.New("nodestatus: Options.Config.NodeName is required")
+	}
+	if opts.Machine == nil {
+		return nil, errors.New("nodestatus: Options.Machine is required")
+	}
+	if err := ValidateNodeLabels(opts.Config.NodeLabels); err != nil {
+		return nil, err
+	}
+	if opts.UpdateFrequency <= 0 {
+		opts.UpdateFrequency = DefaultUpdateFrequency
+	}
+	if opts.ReportFrequency <= 0 {
+		opts.ReportFrequency = DefaultReportFrequency
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	return &Controller{
+		opts:    opts,
+		client:  opts.Client,
+		cfg:     opts.Config,
+		clock:   opts.Clock,
+		trigger: make(chan struct{}, 1),
+		ready:   make(chan struct{}),
+	}, nil
+}
+
+// Node returns the latest Node the API server returned or the informer
+// delivered, or nil before registration. Callers must not modify it.
+func (c *Controller) Node() *v1.Node {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.latest
+}
+
+// Ready is closed once the Node is registered and its status written.
+func (c *Controller) Ready() <-chan struct{} { return c.ready }
+
+// Trigger asks for a status check now (e.g. runtime readiness changed). It
+// never blocks; triggers coalesce.
+func (c *Controller) Trigger() {
+	select {
+	case c.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Start registers the Node, then keeps its status current until ctx ends.
+// It returns nil when ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithValues("node", c.cfg.NodeName)
+	ctx = klog.NewContext(ctx, logger)
+
+	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.cfg.NodeName).String()
+		}))
+	inf := factory.Core().V1().Nodes().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.observe,
+		UpdateFunc: func(_, obj any) { c.observe(obj) },
+		DeleteFunc: func(obj any) { c.observeDelete(ctx, obj) },
+	}); err != nil {
+		return fmt.Errorf("watching node %s: %w", c.cfg.NodeName, err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	ticker := c.clock.NewTicker(c.opts.UpdateFrequency)
+	defer ticker.Stop()
+	backoff := registerBackoffInitial
+	for {
+		if !c.isRegistered() {
+			if err := c.register(ctx); err != nil {
+				logger.Error(err, "Unable to register node, will retry", "after", backoff)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-c.clock.After(backoff):
+				}
+				backoff = min(2*backoff, registerBackoffMax)
+				continue
+			}
+			backoff = registerBackoffInitial
+		}
+		if err := c.syncStatus(ctx); err != nil {
+			logger.Error(err, "Unable to update node status")
+		} else if c.isRegistered() {
+			c.readyOnce.Do(func() { close(c.ready) })
+		}
+		if !c.isRegistered() {
+			continue // deleted under us: register again at once
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		case <-c.trigger:
+		}
+	}
+}
+
+func (c *Controller) isRegistered() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.registered
+}
+
+func (c *Controller) observe(obj any) {
+	node, ok := obj.(*v1.Node)
+	if !ok || node.Name != c.cfg.NodeName {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.registered {
+		c.latest = node
+	}
+}
+
+func (c *Controller) observeDelete(ctx context.Context, obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	node, ok := obj.(*v1.Node)
+	if !ok || node.Name != c.cfg.NodeName {
+		return
+	}
+	c.mu.Lock()
+	if c.latest != nil && node.UID != "" && c.latest.UID != node.UID {
+		c.mu.Unlock()
+		return // an older incarnation
+	}
+	c.markUnregisteredLocked()
+	c.mu.Unlock()
+	klog.FromContext(ctx).Info("Node was deleted, registering it again")
+	c.Trigger()
+}
+
+func (c *Controller) markUnregisteredLocked() {
+	c.registered = false
+	c.latest = nil
+	c.lastReport = time.Time{}
+}
+
+// inputs gathers a snapshot of everything the status is computed from.
+func (c *Controller) inputs(ctx context.Context) (Inputs, error) {
+	info, err := c.opts.Machine()
+	c.mu.Lock()
+	if err == nil {
+		c.machine, c.haveMachine = info, true
+	} else if c.haveMachine {
+		klog.FromContext(ctx).Error(err, "Unable to read machine facts, using the last ones")
+		info = c.machine
+		err = nil
+	}
+	c.mu.Unlock()
+	if err != nil {
+		return Inputs{}, fmt.Errorf("reading machine facts: %w", err)
+	}
+	in := Inputs{Machine: info, Readiness: Readiness{RuntimeReady: true, NetworkReady: true}}
+	if c.opts.RuntimeVersion != nil {
+		in.RuntimeVersion = c.opts.RuntimeVersion()
+	}
+	if c.opts.Readiness != nil {
+		in.Readiness = c.opts.Readiness()
+	}
+	if c.opts.Pressure != nil {
+		in.Pressure = c.opts.Pressure()
+	}
+	return in, nil
+}
+
+// register creates the Node, or reconciles the existing one.
+func (c *Controller) register(ctx context.Context) error {
+	in, err := c.inputs(ctx)
+	if err != nil {
+		return err
+	}
+	node := NewNode(&c.cfg, in.Machine)
+	SetStatus(node, &c.cfg, in, metav1.NewTime(c.clock.Now()))
+	nodes := c.client.CoreV1().Nodes()
+	created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
+	if err == nil {
+		klog.FromContext(ctx).Info("Registered node")
+		c.setRegistered(created, c.clock.Now())
+		return nil
+	}
+	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
+		return fmt.Errorf("creating node: %w", err)
+	}
+	existing, getErr := nodes.Get(ctx, c.cfg.NodeName, metav1.GetOptions{})
+	if getErr != nil {
+		if apierrors.IsForbidden(err) {
+			return fmt.Errorf("creating node: %w", err)
+		}
+		return fmt.Errorf("getting existing node: %w", getErr)
+	}
+	klog.FromContext(ctx).Info("Node was previously registered, reconciling it")
+	original := existing.DeepCopy()
+	if ReconcileExisting(node, existing) {
+		patched, err := c.patchStatus(ctx, original, existing)
+		if err != nil {
+			return fmt.Errorf("reconciling existing node: %w", err)
+		}
+		existing = patched
+	}
+	// The status of a reused Node is stale: write it at the next check.
+	c.setRegistered(existing, time.Time{})
+	return nil
+}
+
+func (c *Controller) setRegistered(node *v1.Node, reported time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.registered = true
+	c.latest = node
+	c.lastReport = reported
+}
+
+// syncStatus computes the status and writes it when it changed or the
+// report frequency has passed.
+func (c *Controller) syncStatus(ctx context.Context) error {
+	in, err := c.inputs(ctx)
+	if err != nil {
+		return err
+	}
+	var lastErr error
+	for attempt := 0; attempt < patchAttempts; attempt++ {
+		base, err := c.statusBase(ctx, attempt)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				return c.lostNode(ctx)
+			}
+			lastErr = err
+			continue
+		}
+		updated := base.DeepCopy()
+		ensureOSArchLabels(updated, in.Machine)
+		now := c.clock.Now()
+		SetStatus(updated, &c.cfg, in, metav1.NewTime(now))
+		c.mu.RLock()
+		expired := c.lastReport.IsZero() || now.Sub(c.lastReport) >= c.opts.ReportFrequency
+		c.mu.RUnlock()
+		labelsChanged := !mapsEqual(base.Labels, updated.Labels)
+		if !expired && !labelsChanged && !StatusChanged(&base.Status, &updated.Status) {
+			return nil
+		}
+		patched, err := c.patchStatus(ctx, base, updated)
+		if err == nil {
+			c.mu.Lock()
+			if c.registered {
+				c.latest = patched
+				c.lastReport = now
+			}
+			c.mu.Unlock()
+			return nil
+		}
+		if apierrors.IsNotFound(err) {
+			return c.lostNode(ctx)
+		}
+		lastErr = err
+	}
+	return fmt.Errorf("patching node status, %d attempts: %w", patchAttempts, lastErr)
+}
+
+// statusBase is the Node to compute the status on: the latest known one
+// first, a fresh GET on retries.
+func (c *Controller) statusBase(ctx context.Context, attempt int) (*v1.Node, error) {
+	if attempt == 0 {
+		if n := c.Node(); n != nil {
+			return n, nil
+		}
+	}
+	n, err := c.client.CoreV1().Nodes().Get(ctx, c.cfg.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if c.registered {
+		c.latest = n
+	}
+	c.mu.Unlock()
+	return n, nil
+}
+
+func (c *Controller) lostNode(ctx context.Context) error {
+	klog.FromContext(ctx).Info("Node not found, registering it again")
+	c.mu.Lock()
+	c.markUnregisteredLocked()
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *Controller) patchStatus(ctx context.Context, original, updated *v1.Node) (*v1.Node, error) {
+	patch, err := StatusPatch(original, updated)
+	if err != nil {
+		return nil, err
+	}
+	return c.client.CoreV1().Nodes().Patch(ctx, c.cfg.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+}
+
+// ensureOSArchLabels restores the stable os/arch labels if someone removed
+// or changed them (the scheduler relies on them).
+func ensureOSArchLabels(node *v1.Node, m machineinfo.Info) {
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	if m.OperatingSystem != "" {
+		node.Labels[v1.LabelOSStable] = m.OperatingSystem
+	}
+	if m.Architecture != "" {
+		node.Labels[v1.LabelArchStable] = m.Architecture
+	}
+}
+
+func mapsEqual(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}

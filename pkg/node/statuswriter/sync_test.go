@@ -1,0 +1,353 @@
+package statuswriter
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+var podsGVR = v1.SchemeGroupVersion.WithResource("pods")
+
+// fakeResolver serves targets from the fake client's tracker (an informer
+// without lag) and records nothing as API calls.
+type fakeResolver struct {
+	client *fake.Clientset
+
+	mu         sync.Mutex
+	targets    map[types.UID]types.NamespacedName // kubelet UID -> API object
+	mirror     map[types.UID]bool
+	terminated map[types.UID]bool
+	deletable  map[types.UID]bool
+}
+
+func newFakeResolver(c *fake.Clientset) *fakeResolver {
+	return &fakeResolver{client: c, targets: map[types.UID]types.NamespacedName{}, mirror: map[types.UID]bool{},
+		terminated: map[types.UID]bool{}, deletable: map[types.UID]bool{}}
+}
+
+func (r *fakeResolver) StatusTarget(uid types.UID) (Target, bool) {
+	r.mu.Lock()
+	nn, ok := r.targets[uid]
+	mirror := r.mirror[uid]
+	r.mu.Unlock()
+	if !ok {
+		return Target{}, false
+	}
+	obj, err := r.client.Tracker().Get(podsGVR, nn.Namespace, nn.Name)
+	if err != nil {
+		return Target{}, false
+	}
+	return Target{Pod: obj.(*v1.Pod), Mirror: mirror}, true
+}
+
+func (r *fakeResolver) PodTerminated(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, ok := r.terminated[uid]
+	return !ok || v
+}
+
+func (r *fakeResolver) CanBeDeleted(pod *v1.Pod) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.deletable[pod.UID]
+}
+
+func (r *fakeResolver) set(f func(r *fakeResolver)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f(r)
+}
+
+func actionsOf(c *fake.Clientset, verb string) []k8stesting.Action {
+	var out []k8stesting.Action
+	for _, a := range c.Actions() {
+		if a.GetVerb() == verb {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// settle gives workers a moment to do anything they wrongly would.
+func settle() { time.Sleep(100 * time.Millisecond) }
+
+func start(t *testing.T, m *Manager) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func setup(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *fakeResolver, *Manager) {
+	c := fake.NewSimpleClientset(objs...)
+	r := newFakeResolver(c)
+	m := NewManager(Options{Client: c, Resolver: r, Now: clockAt(&t0), Workers: 2, ReconcilePeriod: time.Hour, RetryBase: time.Millisecond})
+	return c, r, m
+}
+
+func patchOf(t *testing.T, a k8stesting.Action) map[string]any {
+	t.Helper()
+	p := a.(k8stesting.PatchAction)
+	if p.GetSubresource() != "status" || p.GetPatchType() != types.StrategicMergePatchType {
+		t.Errorf("patch %s/%s", p.GetSubresource(), p.GetPatchType())
+	}
+	var out map[string]any
+	if err := json.Unmarshal(p.GetPatch(), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestCoalescesToOnePatchWithLatestStatusAndUID(t *testing.T) {
+	pod := testPod("u1", "p", v1.RestartPolicyAlways)
+	c, r, m := setup(t, pod)
+	r.set(func(r *fakeResolver) { r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"} })
+
+	for i := range 20 {
+		st := statusOf(v1.PodRunning, v1.ConditionFalse)
+		st.Message = strings.Repeat("x", i+1)
+		m.SetPodStatus(pod, st)
+	}
+	start(t, m)
+	waitFor(t, "a patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	settle()
+	patches := actionsOf(c, "patch")
+	if len(patches) != 1 {
+		t.Fatalf("%d patches, want 1", len(patches))
+	}
+	p := patchOf(t, patches[0])
+	if uid := p["metadata"].(map[string]any)["uid"]; uid != "u1" {
+		t.Errorf("patch lacks the uid precondition: %v", p)
+	}
+	if msg := p["status"].(map[string]any)["message"]; msg != strings.Repeat("x", 20) {
+		t.Errorf("patch does not carry the latest status: %v", msg)
+	}
+	got, _ := c.Tracker().Get(podsGVR, "ns", "p")
+	if got.(*v1.Pod).Status.Phase != v1.PodRunning {
+		t.Errorf("API phase %s", got.(*v1.Pod).Status.Phase)
+	}
+
+	// An unchanged status writes nothing; a change writes promptly.
+	m.SetPodStatus(pod, func() v1.PodStatus {
+		s := statusOf(v1.PodRunning, v1.ConditionFalse)
+		s.Message = strings.Repeat("x", 20)
+		return s
+	}())
+	settle()
+	if n := len(actionsOf(c, "patch")); n != 1 {
+		t.Errorf("unchanged status patched: %d", n)
+	}
+	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
+	waitFor(t, "second patch", func() bool { return len(actionsOf(c, "patch")) == 2 })
+}
+
+func TestMirrorPodTarget(t *testing.T) {
+	static := testPod("static-uid", "web-node1", v1.RestartPolicyAlways)
+	static.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
+	mirror := testPod("mirror-uid", "web-node1", v1.RestartPolicyAlways)
+	c, r, m := setup(t, mirror)
+	start(t, m)
+
+	// No mirror pod known yet: nothing is written.
+	m.SetPodStatus(static, statusOf(v1.PodRunning, v1.ConditionTrue))
+	settle()
+	if n := len(actionsOf(c, "patch")); n != 0 {
+		t.Fatalf("wrote without a mirror pod: %d", n)
+	}
+	// The mirror appears; the next change (or a reconcile) writes to it.
+	r.set(func(r *fakeResolver) {
+		r.targets["static-uid"] = types.NamespacedName{Namespace: "ns", Name: "web-node1"}
+		r.mirror["static-uid"] = true
+	})
+	m.Reconcile()
+	waitFor(t, "mirror patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	p := patchOf(t, actionsOf(c, "patch")[0])
+	if uid := p["metadata"].(map[string]any)["uid"]; uid != "mirror-uid" {
+		t.Errorf("patch must carry the mirror pod's uid, got %v", uid)
+	}
+}
+
+func TestFinalDeleteOnlyWhenAllowedAndOnce(t *testing.T) {
+	pod := testPod("u1", "p", v1.RestartPolicyAlways)
+	now := metav1.NewTime(t0)
+	pod.DeletionTimestamp = &now
+	c, r, m := setup(t, pod)
+	r.set(func(r *fakeResolver) {
+		r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"}
+		r.terminated["u1"] = false
+	})
+	start(t, m)
+
+	// Still terminating: the terminal phase is held back, no delete.
+	m.SetPodStatus(pod, statusOf(v1.PodFailed, v1.ConditionFalse))
+	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	if ph := patchOf(t, actionsOf(c, "patch")[0])["status"].(map[string]any)["phase"]; ph == "Failed" {
+		t.Errorf("terminal phase written before the pod finished terminating")
+	}
+	settle()
+	if n := len(actionsOf(c, "delete")); n != 0 {
+		t.Fatalf("deleted too early: %d", n)
+	}
+
+	// Terminated: the phase is written, but containers are not gone yet.
+	r.set(func(r *fakeResolver) { r.terminated["u1"] = true })
+	m.Sync("u1")
+	waitFor(t, "terminal patch", func() bool {
+		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
+		return got.(*v1.Pod).Status.Phase == v1.PodFailed
+	})
+	settle()
+	if n := len(actionsOf(c, "delete")); n != 0 {
+		t.Fatalf("deleted before CanBeDeleted: %d", n)
+	}
+
+	// Cleaned up: one delete, grace 0, UID precondition.
+	r.set(func(r *fakeResolver) { r.deletable["u1"] = true })
+	m.Sync("u1")
+	waitFor(t, "delete", func() bool { return len(actionsOf(c, "delete")) == 1 })
+	d := actionsOf(c, "delete")[0].(k8stesting.DeleteAction).GetDeleteOptions()
+	if d.GracePeriodSeconds == nil || *d.GracePeriodSeconds != 0 || d.Preconditions == nil || d.Preconditions.UID == nil || *d.Preconditions.UID != "u1" {
+		t.Errorf("delete options %+v", d)
+	}
+	m.Sync("u1")
+	m.SetPodStatus(pod, statusOf(v1.PodFailed, v1.ConditionFalse))
+	settle()
+	if n := len(actionsOf(c, "delete")); n != 1 {
+		t.Errorf("%d deletes, want 1", n)
+	}
+}
+
+func TestMirrorPodNeverDeleted(t *testing.T) {
+	static := testPod("static-uid", "web-node1", v1.RestartPolicyNever)
+	mirror := testPod("mirror-uid", "web-node1", v1.RestartPolicyNever)
+	now := metav1.NewTime(t0)
+	mirror.DeletionTimestamp = &now
+	c, r, m := setup(t, mirror)
+	r.set(func(r *fakeResolver) {
+		r.targets["static-uid"] = types.NamespacedName{Namespace: "ns", Name: "web-node1"}
+		r.mirror["static-uid"] = true
+		r.deletable["static-uid"] = true
+	})
+	start(t, m)
+	m.SetPodStatus(static, statusOf(v1.PodSucceeded, v1.ConditionFalse))
+	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	settle()
+	if n := len(actionsOf(c, "delete")); n != 0 {
+		t.Errorf("mirror pod deleted")
+	}
+}
+
+func TestNotFoundDropsAndConflictRetries(t *testing.T) {
+	pod := testPod("u1", "p", v1.RestartPolicyAlways)
+	c, r, m := setup(t, pod)
+	r.set(func(r *fakeResolver) { r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"} })
+
+	var mu sync.Mutex
+	mode := "notfound"
+	c.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch mode {
+		case "notfound":
+			return true, nil, apierrors.NewNotFound(podsGVR.GroupResource(), "p")
+		case "conflict":
+			mode = "ok"
+			return true, nil, apierrors.NewConflict(podsGVR.GroupResource(), "p", nil)
+		}
+		return false, nil, nil
+	})
+	start(t, m)
+
+	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionFalse))
+	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	settle()
+	if n := len(actionsOf(c, "patch")); n != 1 {
+		t.Fatalf("NotFound retried: %d patches", n)
+	}
+
+	mu.Lock()
+	mode = "conflict"
+	mu.Unlock()
+	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
+	waitFor(t, "retry after conflict", func() bool {
+		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
+		return got.(*v1.Pod).Status.Phase == v1.PodRunning
+	})
+}
+
+func TestConflictFromRecreatedPodIsDropped(t *testing.T) {
+	pod := testPod("u1", "p", v1.RestartPolicyAlways)
+	c, r, m := setup(t, pod)
+	r.set(func(r *fakeResolver) { r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"} })
+	c.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(podsGVR.GroupResource(), "p", nil)
+	})
+	// The API now holds another pod of the same name.
+	c.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, testPod("u2", "p", v1.RestartPolicyAlways), nil
+	})
+	start(t, m)
+	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionFalse))
+	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	settle()
+	if n := len(actionsOf(c, "patch")); n != 1 {
+		t.Errorf("kept writing a re-created pod: %d patches", n)
+	}
+}
+
+func TestReconcileRepairsAPIStatus(t *testing.T) {
+	pod := testPod("u1", "p", v1.RestartPolicyAlways)
+	c, r, m := setup(t, pod)
+	r.set(func(r *fakeResolver) { r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"} })
+	start(t, m)
+	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
+	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+
+	// In sync: reconcile writes nothing.
+	m.Reconcile()
+	settle()
+	if n := len(actionsOf(c, "patch")); n != 1 {
+		t.Fatalf("reconcile of an in-sync pod patched: %d", n)
+	}
+
+	// Someone else overwrites the status; a foreign condition is left alone.
+	obj, _ := c.Tracker().Get(podsGVR, "ns", "p")
+	changed := obj.(*v1.Pod).DeepCopy()
+	changed.Status.Phase = v1.PodPending
+	changed.Status.Conditions = append(changed.Status.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue})
+	if err := c.Tracker().Update(podsGVR, changed, "ns"); err != nil {
+		t.Fatal(err)
+	}
+	m.Reconcile()
+	waitFor(t, "repair", func() bool {
+		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
+		return got.(*v1.Pod).Status.Phase == v1.PodRunning
+	})
+	got, _ := c.Tracker().Get(podsGVR, "ns", "p")
+	if findCondition(got.(*v1.Pod).Status.Conditions, "example.com/gate") == nil {
+		t.Errorf("foreign condition removed: %+v", got.(*v1.Pod).Status.Conditions)
+	}
+}

@@ -1,0 +1,179 @@
+package podstatus
+
+import (
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+)
+
+// IsTerminal reports whether the phase is Succeeded or Failed: a pod that
+// reached one of them never leaves it.
+func IsTerminal(p v1.PodPhase) bool {
+	return p == v1.PodSucceeded || p == v1.PodFailed
+}
+
+// IsRestartableInit reports whether an init container is a sidecar
+// (restartPolicy Always on the container): it keeps running beside the app
+// containers instead of running to completion before them.
+func IsRestartableInit(c *v1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
+}
+
+// IsStatic reports whether the pod came from a file or URL source rather than
+// the API server.
+func IsStatic(pod *v1.Pod) bool {
+	src, ok := pod.Annotations[podconfig.ConfigSourceAnnotation]
+	return ok && src != podconfig.SourceAPI
+}
+
+// PhaseFacts are what Phase needs beyond the container statuses.
+type PhaseFacts struct {
+	// Terminal: the kubelet has decided the pod will not run its containers
+	// again (it was deleted or evicted, or ran to completion) and they have
+	// stopped. Once all containers are stopped the phase is then Succeeded or
+	// Failed from their exit codes whatever the restart policy. Upstream
+	// leaves static pods out of this rule, and so does Phase.
+	Terminal bool
+	// Initialized: the runtime shows that initialization completed once (an
+	// app container was created, or the last init container exited 0). It
+	// stops sidecars that restart from holding the pod back in Pending.
+	Initialized bool
+}
+
+// Phase computes the pod phase from the container statuses (as computed by
+// ContainerStatuses). The rules, in order:
+//
+//  1. restartPolicy Never and a regular init container failed: Failed.
+//  2. A regular init container has not completed, a sidecar has not started
+//     (unless the pod was initialized before), or an app container has never
+//     run: Pending.
+//  3. Every app container started and one is running (sidecars counted as
+//     app containers): Running.
+//  4. Nothing running, some stopped: with Terminal (non-static pods),
+//     Succeeded if all app containers exited 0, else Failed; otherwise by
+//     restart policy: Always → Running (restarting); all exited 0 →
+//     Succeeded; Never → Failed; OnFailure → Running (restarting).
+//  5. Anything else (a container without a status): Pending.
+//
+// A container waiting with a previous termination counts as stopped, not as
+// never run. Terminated sidecars count as neither running nor stopped.
+func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts PhaseFacts) v1.PodPhase {
+	var (
+		initPending, sidecarPending, initFailed int
+		unknown, running, waiting, stopped, ok  int
+	)
+
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		st := findStatus(initStatuses, c.Name)
+		if IsRestartableInit(c) {
+			switch {
+			case st == nil:
+				unknown++
+			case st.State.Running != nil:
+				running++
+				if st.Started == nil || !*st.Started {
+					sidecarPending++
+				}
+			case st.State.Terminated != nil:
+				// Neither running nor stopped: it will be restarted or the
+				// pod is going away.
+			case st.State.Waiting != nil && st.LastTerminationState.Terminated != nil:
+				// Restarting after having run: neither.
+			case st.State.Waiting != nil:
+				sidecarPending++
+				waiting++
+			default:
+				sidecarPending++
+				unknown++
+			}
+			continue
+		}
+		switch {
+		case st == nil, st.State.Running != nil:
+			initPending++
+		case st.State.Terminated != nil:
+			if st.State.Terminated.ExitCode != 0 {
+				initFailed++
+			}
+		case st.State.Waiting != nil && st.LastTerminationState.Terminated != nil:
+			if st.LastTerminationState.Terminated.ExitCode != 0 {
+				initFailed++
+			}
+		default:
+			initPending++
+		}
+	}
+
+	for i := range pod.Spec.Containers {
+		st := findStatus(statuses, pod.Spec.Containers[i].Name)
+		switch {
+		case st == nil:
+			unknown++
+		case st.State.Running != nil:
+			running++
+		case st.State.Terminated != nil:
+			stopped++
+			if st.State.Terminated.ExitCode == 0 {
+				ok++
+			}
+		case st.State.Waiting != nil && st.LastTerminationState.Terminated != nil:
+			stopped++
+		case st.State.Waiting != nil:
+			waiting++
+		default:
+			unknown++
+		}
+	}
+
+	policy := restartPolicy(pod)
+	if initFailed > 0 && policy == v1.RestartPolicyNever {
+		return v1.PodFailed
+	}
+	if initPending > 0 || (sidecarPending > 0 && !facts.Initialized) || waiting > 0 {
+		return v1.PodPending
+	}
+	if unknown > 0 {
+		return v1.PodPending
+	}
+	if running > 0 {
+		return v1.PodRunning
+	}
+	if stopped == 0 {
+		return v1.PodPending
+	}
+	if facts.Terminal && !IsStatic(pod) {
+		if stopped == ok {
+			return v1.PodSucceeded
+		}
+		return v1.PodFailed
+	}
+	switch {
+	case policy == v1.RestartPolicyAlways:
+		return v1.PodRunning
+	case stopped == ok:
+		return v1.PodSucceeded
+	case policy == v1.RestartPolicyNever:
+		return v1.PodFailed
+	default: // OnFailure with a failure: restarting.
+		return v1.PodRunning
+	}
+}
+
+func findStatus(list []v1.ContainerStatus, name string) *v1.ContainerStatus {
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// restartPolicy is the pod's restart policy, Always when unset (the API
+// default).
+func restartPolicy(pod *v1.Pod) v1.RestartPolicy {
+	if pod.Spec.RestartPolicy == "" {
+		return v1.RestartPolicyAlways
+	}
+	return pod.Spec.RestartPolicy
+}

@@ -1,0 +1,257 @@
+package images
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/distribution/reference"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/gokubelet/kubelet/pkg/runtime/backoff"
+)
+
+// Reasons a container waits with when its image is not ready. They are the
+// upstream kubelet's words, which users and tools match on.
+const (
+	ReasonErrImagePull      = "ErrImagePull"
+	ReasonImagePullBackOff  = "ImagePullBackOff"
+	ReasonErrImageNeverPull = "ErrImageNeverPull"
+	ReasonInvalidImageName  = "InvalidImageName"
+	ReasonImageInspectError = "ImageInspectError"
+)
+
+// Event reasons.
+const (
+	EventPulling       = "Pulling"
+	EventPulled        = "Pulled"
+	EventFailed        = "Failed"
+	EventBackOff       = "BackOff"
+	EventInspectFailed = "InspectFailed"
+)
+
+// Error is a failed EnsureImage: Reason is one of the Reason* constants,
+// Message says what happened in words for the pod status.
+type Error struct {
+	Reason  string
+	Message string
+	Err     error
+	// RetryAfter is how long until the pull back-off lets the next attempt
+	// through (ErrImagePull, ImagePullBackOff); 0 otherwise.
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string { return e.Message }
+func (e *Error) Unwrap() error { return e.Err }
+
+// AsError returns the *Error inside err, if any.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// Credentials returns the registry credentials to try for image, in order.
+// Anonymous pull is tried when it returns none.
+type Credentials func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
+
+// Options configure a Puller.
+type Options struct {
+	Service  cri.ImageManagerService
+	Recorder record.EventRecorder
+	Clock    clock.Clock
+	// Serialize pulls one image at a time (the upstream default).
+	Serialize bool
+	// MaxParallel bounds parallel pulls when not serialized; 0 = no bound.
+	MaxParallel int
+	// Credentials may be nil.
+	Credentials Credentials
+}
+
+// Puller ensures images. Safe for concurrent use.
+type Puller struct {
+	svc      cri.ImageManagerService
+	recorder record.EventRecorder
+	clock    clock.Clock
+	backoff  *backoff.Backoff
+	slots    chan struct{} // nil = unbounded
+	creds    Credentials
+}
+
+// NewPuller returns a Puller.
+func NewPuller(o Options) *Puller {
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{}
+	}
+	p := &Puller{svc: o.Service, recorder: o.Recorder, clock: o.Clock, creds: o.Credentials,
+		backoff: backoff.New(backoff.ImagePull, o.Clock)}
+	n := o.MaxParallel
+	if o.Serialize {
+		n = 1
+	}
+	if n > 0 {
+		p.slots = make(chan struct{}, n)
+	}
+	return p
+}
+
+// ApplyDefaultTag checks that image is a valid reference and appends
+// ":latest" when it has neither tag nor digest.
+func ApplyDefaultTag(image string) (string, error) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", fmt.Errorf("couldn't parse image name %q: %w", image, err)
+	}
+	_, isTagged := named.(reference.Tagged)
+	_, isDigested := named.(reference.Digested)
+	if !isTagged && !isDigested {
+		return image + ":latest", nil
+	}
+	return image, nil
+}
+
+// PullPolicy returns the container's pull policy, defaulting an empty one as
+// the API server does: Always for ":latest" or untagged images, else
+// IfNotPresent.
+func PullPolicy(c *v1.Container) v1.PullPolicy {
+	if c.ImagePullPolicy != "" {
+		return c.ImagePullPolicy
+	}
+	named, err := reference.ParseNormalizedNamed(c.Image)
+	if err != nil {
+		return v1.PullIfNotPresent
+	}
+	if t, ok := named.(reference.Tagged); ok && t.Tag() != "latest" {
+		return v1.PullIfNotPresent
+	}
+	if _, ok := named.(reference.Digested); ok {
+		return v1.PullIfNotPresent
+	}
+	return v1.PullAlways
+}
+
+// ContainerRef is the event target for a container of pod: the pod with a
+// field path naming the container.
+func ContainerRef(pod *v1.Pod, c *v1.Container) *v1.ObjectReference {
+	ref := &v1.ObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion}
+	if c == nil {
+		return ref
+	}
+	field := "spec.containers"
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == c.Name {
+			field = "spec.initContainers"
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == c.Name {
+			field = "spec.ephemeralContainers"
+		}
+	}
+	ref.FieldPath = fmt.Sprintf("%s{%s}", field, c.Name)
+	return ref
+}
+
+// EnsureImage makes sure c's image is present per its pull policy and
+// returns the image reference (ID) to create the container with. Failures
+// are *Error values carrying the upstream reason.
+func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	logger := klog.FromContext(ctx)
+	ref := ContainerRef(pod, c)
+	image, err := ApplyDefaultTag(c.Image)
+	if err != nil {
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
+		p.recorder.Event(ref, v1.EventTypeWarning, EventInspectFailed, msg)
+		return "", &Error{Reason: ReasonInvalidImageName, Message: msg, Err: err}
+	}
+	spec := &runtimeapi.ImageSpec{Image: image}
+	policy := PullPolicy(c)
+
+	present := ""
+	if policy != v1.PullAlways {
+		st, err := p.svc.ImageStatus(ctx, spec, false)
+		if err != nil {
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+			p.recorder.Event(ref, v1.EventTypeWarning, EventFailed, msg)
+			return "", &Error{Reason: ReasonImageInspectError, Message: msg, Err: err}
+		}
+		if st.GetImage() != nil {
+			present = st.GetImage().GetId()
+		}
+		if present != "" {
+			p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
+			return present, nil
+		}
+		if policy == v1.PullNever {
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+			p.recorder.Event(ref, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
+			return "", &Error{Reason: ReasonErrImageNeverPull, Message: msg}
+		}
+	}
+
+	key := string(pod.UID) + "_" + image
+	if in, left := p.backoff.InBackoffSinceUpdate(key); in {
+		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		p.recorder.Event(ref, v1.EventTypeNormal, EventBackOff, msg)
+		p.recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %s", ReasonImagePullBackOff)
+		return "", &Error{Reason: ReasonImagePullBackOff, Message: msg, RetryAfter: left}
+	}
+
+	p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
+	waitStart := p.clock.Now()
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+		case <-ctx.Done():
+			return "", &Error{Reason: ReasonErrImagePull, Message: ctx.Err().Error(), Err: ctx.Err()}
+		}
+	}
+	pullStart := p.clock.Now()
+	imageRef, err := p.pull(ctx, pod, spec, sandbox)
+	if p.slots != nil {
+		<-p.slots
+	}
+	done := p.clock.Now()
+	if err != nil {
+		delay := p.backoff.Next(key, done)
+		logger.V(2).Info("Image pull failed", "pod", klog.KObj(pod), "image", c.Image, "err", err)
+		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		p.recorder.Event(ref, v1.EventTypeWarning, EventFailed, msg)
+		p.recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %s", ReasonErrImagePull)
+		return "", &Error{Reason: ReasonErrImagePull, Message: msg, Err: err, RetryAfter: delay}
+	}
+	p.backoff.Reset(key)
+	p.backoff.GC()
+	p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting)",
+		c.Image, done.Sub(pullStart).Round(time.Millisecond), done.Sub(waitStart).Round(time.Millisecond))
+	return imageRef, nil
+}
+
+func (p *Puller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	var auths []*runtimeapi.AuthConfig
+	if p.creds != nil {
+		auths = p.creds(ctx, pod, spec.Image)
+	}
+	if len(auths) == 0 {
+		return p.svc.PullImage(ctx, spec, nil, sandbox)
+	}
+	var errs []string
+	for _, a := range auths {
+		ref, err := p.svc.PullImage(ctx, spec, a, sandbox)
+		if err == nil {
+			return ref, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return "", errors.New(strings.Join(errs, "; "))
+}

@@ -1,0 +1,217 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	remote "k8s.io/cri-client/pkg"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/gokubelet/kubelet/pkg/runtime/backoff"
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/runtime/images"
+)
+
+// Cgroup drivers.
+const (
+	CgroupDriverCgroupfs = "cgroupfs"
+	CgroupDriverSystemd  = "systemd"
+)
+
+// ContainerOptions is what other parts of the kubelet add to a container
+// before it is created: resolved environment (from ConfigMaps, Secrets, the
+// downward API) and volume mounts.
+type ContainerOptions struct {
+	// Env replaces the container's env when non-nil: every variable, in
+	// order, already resolved. When nil, only literal env values are used.
+	Env    []v1.EnvVar
+	Mounts []*runtimeapi.Mount
+}
+
+// ContainerOptionsFunc produces ContainerOptions for one container. An error
+// makes the container wait with CreateContainerConfigError.
+type ContainerOptionsFunc func(ctx context.Context, pod *v1.Pod, c *v1.Container) (ContainerOptions, error)
+
+// Options configure a Manager.
+type Options struct {
+	// RuntimeEndpoint and ImageEndpoint are CRI sockets
+	// (unix:///run/containerd/containerd.sock). ImageEndpoint defaults to
+	// RuntimeEndpoint.
+	RuntimeEndpoint string
+	ImageEndpoint   string
+	// RuntimeRequestTimeout bounds each CRI call (default 2m).
+	RuntimeRequestTimeout time.Duration
+
+	// RootDir is the kubelet's state directory (default /var/lib/kubelet);
+	// emptyDir volumes live under it.
+	RootDir string
+	// PodLogsDir is where container logs go (default /var/log/pods).
+	PodLogsDir string
+
+	// CgroupDriver is cgroupfs (default) or systemd; CgroupRoot is the root
+	// the kubepods hierarchy hangs from (default /).
+	CgroupDriver string
+	CgroupRoot   string
+
+	// ResolvConf is the host resolver file for DNSPolicy Default (default
+	// /etc/resolv.conf; "" after defaulting means none).
+	ResolvConf    string
+	ClusterDNS    []string
+	ClusterDomain string
+
+	// NodeName is used as hostname for host-network pods when set.
+	NodeName string
+
+	// MachineMemoryCapacity (bytes) sizes the OOM score of burstable pods;
+	// read from /proc/meminfo when 0.
+	MachineMemoryCapacity int64
+
+	Recorder              record.EventRecorder
+	SerializeImagePulls   bool
+	MaxParallelImagePulls int
+	PullCredentials       images.Credentials
+	Clock                 clock.Clock
+
+	// ContainerOptions, when set, is called before each container is
+	// created.
+	ContainerOptions ContainerOptionsFunc
+
+	// Liveness, when set, tells SyncPod which running containers failed
+	// their liveness or startup probe: they are killed and restarted by the
+	// restart policy (see ComputePodActions).
+	Liveness LivenessFunc
+}
+
+func (o *Options) setDefaults() {
+	if o.RuntimeRequestTimeout == 0 {
+		o.RuntimeRequestTimeout = 2 * time.Minute
+	}
+	if o.ImageEndpoint == "" {
+		o.ImageEndpoint = o.RuntimeEndpoint
+	}
+	if o.RootDir == "" {
+		o.RootDir = "/var/lib/kubelet"
+	}
+	if o.PodLogsDir == "" {
+		o.PodLogsDir = "/var/log/pods"
+	}
+	if o.CgroupDriver == "" {
+		o.CgroupDriver = CgroupDriverCgroupfs
+	}
+	if o.CgroupRoot == "" {
+		o.CgroupRoot = "/"
+	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = "cluster.local"
+	}
+	if o.Recorder == nil {
+		o.Recorder = &record.FakeRecorder{}
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	if o.MachineMemoryCapacity == 0 {
+		o.MachineMemoryCapacity = readMemTotal()
+	}
+}
+
+// Manager is the CRI runtime manager. It implements container.Runtime.
+type Manager struct {
+	opts    Options
+	runtime cri.RuntimeService
+	image   cri.ImageManagerService
+	puller  *images.Puller
+	crash   *backoff.Backoff
+	clock   clock.Clock
+
+	runtimeName string
+
+	cacheMu      sync.Mutex
+	ctrCache     map[string]cachedContainer
+	sandboxCache map[string]cachedSandbox
+}
+
+var _ container.Runtime = (*Manager)(nil)
+
+// New connects to the CRI endpoints in o and returns a Manager.
+func New(ctx context.Context, o Options) (*Manager, error) {
+	if o.RuntimeEndpoint == "" {
+		return nil, fmt.Errorf("kuberuntime: RuntimeEndpoint is required")
+	}
+	o.setDefaults()
+	logger := klog.FromContext(ctx)
+	rs, err := remote.NewRemoteRuntimeService(o.RuntimeEndpoint, o.RuntimeRequestTimeout, nil, &logger)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to CRI runtime %s: %w", o.RuntimeEndpoint, err)
+	}
+	is, err := remote.NewRemoteImageService(o.ImageEndpoint, o.RuntimeRequestTimeout, nil, &logger)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to CRI image service %s: %w", o.ImageEndpoint, err)
+	}
+	return NewWithServices(ctx, rs, is, o)
+}
+
+// NewWithServices returns a Manager over already-built CRI services (the
+// fakes in k8s.io/cri-api/pkg/apis/testing in tests). The endpoints in o are
+// ignored. It asks the runtime for its version to check that it answers.
+func NewWithServices(ctx context.Context, rs cri.RuntimeService, is cri.ImageManagerService, o Options) (*Manager, error) {
+	o.setDefaults()
+	m := &Manager{
+		opts:         o,
+		runtime:      detached{rs},
+		image:        is,
+		clock:        o.Clock,
+		crash:        backoff.New(backoff.CrashLoop, o.Clock),
+		ctrCache:     map[string]cachedContainer{},
+		sandboxCache: map[string]cachedSandbox{},
+	}
+	m.puller = images.NewPuller(images.Options{Service: is, Recorder: o.Recorder, Clock: o.Clock,
+		Serialize: o.SerializeImagePulls, MaxParallel: o.MaxParallelImagePulls, Credentials: o.PullCredentials})
+	v, err := rs.Version(ctx, "v1")
+	if err != nil {
+		return nil, fmt.Errorf("CRI runtime does not answer Version: %w", err)
+	}
+	m.runtimeName = v.RuntimeName
+	klog.FromContext(ctx).Info("Connected to container runtime", "runtime", v.RuntimeName, "version", v.RuntimeVersion, "criVersion", v.RuntimeApiVersion)
+	return m, nil
+}
+
+// Type implements container.Runtime.
+func (m *Manager) Type() string { return m.runtimeName }
+
+// Version implements container.Runtime.
+func (m *Manager) Version(ctx context.Context) (string, error) {
+	v, err := m.runtime.Version(ctx, "v1")
+	if err != nil {
+		return "", err
+	}
+	return v.RuntimeVersion, nil
+}
+
+// RuntimeService exposes the CRI runtime client (for streaming, stats).
+func (m *Manager) RuntimeService() cri.RuntimeService { return m.runtime }
+
+// ImageService exposes the CRI image client (for image GC).
+func (m *Manager) ImageService() cri.ImageManagerService { return m.image }
+
+// CrashBackoff exposes the container restart back-off (for GC or tests).
+func (m *Manager) CrashBackoff() *backoff.Backoff { return m.crash }
+
+// OnlyDeferred reports whether r holds nothing but deferred steps (crash or
+// image-pull back-off): the runtime did not change, so the caller should
+// retry after the back-off instead of re-inspecting at once.
+func OnlyDeferred(r container.SyncResult) bool {
+	for _, s := range r.Steps {
+		if s.Reason != ReasonCrashLoopBackOff && s.Reason != images.ReasonImagePullBackOff {
+			return false
+		}
+	}
+	return len(r.Steps) > 0
+}

@@ -1,0 +1,259 @@
+// Package pleg is the pod lifecycle event generator: it relists the runtime
+// periodically, compares each pod with what it saw last, and emits an event
+// per change (container started, died, removed; sandbox changed). The
+// events only speed up the sync loop — pods are also re-synced on timers —
+// so an event lost to a full channel costs latency, never correctness.
+//
+// containerd 1.6 has no CRI event stream (GetContainerEvents), so relisting
+// is the mechanism here. The kubelet also hands the PLEG the status it reads
+// right after acting on a pod (Observe), so the next relist does not report
+// the kubelet's own changes back to it as news.
+package pleg
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
+)
+
+// EventType is the kind of change seen.
+type EventType string
+
+const (
+	ContainerStarted EventType = "ContainerStarted"
+	ContainerDied    EventType = "ContainerDied"
+	ContainerRemoved EventType = "ContainerRemoved"
+	ContainerChanged EventType = "ContainerChanged"
+	SandboxChanged   EventType = "SandboxChanged"
+)
+
+// Event is one change of one pod.
+type Event struct {
+	UID  types.UID
+	Type EventType
+	// ID is the container or sandbox ID concerned.
+	ID string
+}
+
+// Relister is the runtime as the PLEG needs it.
+type Relister interface {
+	Relist(ctx context.Context) ([]*container.PodStatus, error)
+}
+
+// RelistThreshold is how old the last successful relist may be before the
+// PLEG reports itself unhealthy.
+const RelistThreshold = 3 * time.Minute
+
+// PLEG generates pod lifecycle events by relisting.
+type PLEG struct {
+	runtime Relister
+	period  time.Duration
+	clock   clock.WithTicker
+	events  chan Event
+
+	mu         sync.Mutex
+	last       map[types.UID]*container.PodStatus
+	lastRelist time.Time
+	lastErr    error
+}
+
+// New makes a PLEG relisting every period; the event channel holds capacity
+// events.
+func New(r Relister, period time.Duration, capacity int, clk clock.WithTicker) *PLEG {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &PLEG{runtime: r, period: period, clock: clk, events: make(chan Event, capacity), last: map[types.UID]*container.PodStatus{}}
+}
+
+// Events is the channel events arrive on.
+func (p *PLEG) Events() <-chan Event { return p.events }
+
+// Start relists until ctx ends.
+func (p *PLEG) Start(ctx context.Context) {
+	t := p.clock.NewTicker(p.period)
+	defer t.Stop()
+	for {
+		p.Relist(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// Relist does one relist and emits the events it finds.
+func (p *PLEG) Relist(ctx context.Context) {
+	pods, err := p.runtime.Relist(ctx)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "PLEG relist failed")
+		p.mu.Lock()
+		p.lastErr = err
+		p.mu.Unlock()
+		return
+	}
+	now := p.clock.Now()
+	current := make(map[types.UID]*container.PodStatus, len(pods))
+	for _, s := range pods {
+		current[s.UID] = s
+	}
+	p.mu.Lock()
+	var events []Event
+	for uid, s := range current {
+		events = append(events, Diff(p.last[uid], s)...)
+	}
+	for uid, old := range p.last {
+		if _, ok := current[uid]; !ok {
+			events = append(events, Diff(old, nil)...)
+		}
+	}
+	p.last = current
+	p.lastRelist = now
+	p.lastErr = nil
+	p.mu.Unlock()
+	for _, e := range events {
+		select {
+		case p.events <- e:
+		default:
+			klog.FromContext(ctx).Info("PLEG event channel full, dropping event; the pod's resync covers it", "podUID", e.UID, "event", e.Type)
+		}
+	}
+}
+
+// Observe records a pod status the kubelet has just read, so the changes
+// it made itself are not reported again by the next relist.
+func (p *PLEG) Observe(s *container.PodStatus) {
+	if s == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(s.Sandboxes) == 0 && len(s.Containers) == 0 {
+		delete(p.last, s.UID)
+		return
+	}
+	p.last[s.UID] = s
+}
+
+// Pods returns the pods seen by the last relist (and Observe since).
+func (p *PLEG) Pods() []*container.PodStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*container.PodStatus, 0, len(p.last))
+	for _, s := range p.last {
+		out = append(out, s)
+	}
+	return out
+}
+
+// HasRelisted reports whether one relist has succeeded.
+func (p *PLEG) HasRelisted() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.lastRelist.IsZero()
+}
+
+// Healthy reports an error when the last successful relist is too old.
+func (p *PLEG) Healthy() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.lastRelist.IsZero() {
+		if p.lastErr != nil {
+			return fmt.Errorf("pleg has not relisted yet: %w", p.lastErr)
+		}
+		return nil
+	}
+	if age := p.clock.Since(p.lastRelist); age > RelistThreshold {
+		return fmt.Errorf("pleg was last seen active %v ago; threshold is %v", age.Round(time.Second), RelistThreshold)
+	}
+	return nil
+}
+
+// observed is a container's state as far as diffing is concerned.
+type observed struct {
+	state container.State
+}
+
+// Diff computes the events between two observations of one pod; either
+// may be nil (pod appeared, pod vanished).
+func Diff(old, cur *container.PodStatus) []Event {
+	uid := types.UID("")
+	if old != nil {
+		uid = old.UID
+	}
+	if cur != nil {
+		uid = cur.UID
+	}
+	oldC, curC := containerStates(old), containerStates(cur)
+	var events []Event
+	for id, c := range curC {
+		o, existed := oldC[id]
+		if existed && o.state == c.state {
+			continue
+		}
+		switch c.state {
+		case container.StateRunning:
+			events = append(events, Event{UID: uid, Type: ContainerStarted, ID: id})
+		case container.StateExited:
+			events = append(events, Event{UID: uid, Type: ContainerDied, ID: id})
+		case container.StateUnknown:
+			events = append(events, Event{UID: uid, Type: ContainerChanged, ID: id})
+		case container.StateCreated:
+			if existed {
+				events = append(events, Event{UID: uid, Type: ContainerChanged, ID: id})
+			}
+		}
+	}
+	for id, o := range oldC {
+		if _, ok := curC[id]; ok {
+			continue
+		}
+		if o.state == container.StateRunning {
+			// Gone without being seen dead: it died, then was removed.
+			events = append(events, Event{UID: uid, Type: ContainerDied, ID: id})
+		}
+		events = append(events, Event{UID: uid, Type: ContainerRemoved, ID: id})
+	}
+	oldS, curS := sandboxStates(old), sandboxStates(cur)
+	for id, st := range curS {
+		if o, ok := oldS[id]; !ok || o != st {
+			events = append(events, Event{UID: uid, Type: SandboxChanged, ID: id})
+		}
+	}
+	for id := range oldS {
+		if _, ok := curS[id]; !ok {
+			events = append(events, Event{UID: uid, Type: SandboxChanged, ID: id})
+		}
+	}
+	return events
+}
+
+func containerStates(s *container.PodStatus) map[string]observed {
+	out := map[string]observed{}
+	if s == nil {
+		return out
+	}
+	for _, c := range s.Containers {
+		out[c.ID] = observed{state: c.State}
+	}
+	return out
+}
+
+func sandboxStates(s *container.PodStatus) map[string]container.SandboxState {
+	out := map[string]container.SandboxState{}
+	if s == nil {
+		return out
+	}
+	for _, sb := range s.Sandboxes {
+		out[sb.ID] = sb.State
+	}
+	return out
+}
