@@ -26,8 +26,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/node/statuswriter"
 	"github.com/gokubelet/kubelet/pkg/pod/admission"
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
-	"github.com/gokubelet/kubelet/pkg/pod/podmanager"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/pod/source/apiserver"
@@ -155,7 +154,7 @@ func (c *clusterParts) startSources(ctx context.Context, k *Kubelet, goRun func(
 		goRun("node-status", func(ctx context.Context) { logStop(ctx, c.nodeStatus.Start(ctx)) })
 	}
 	goRun("node-lease", func(ctx context.Context) { logStop(ctx, c.lease.Start(ctx)) })
-	src := apiserver.New(c.kube, k.nodeName, k.merger.Channel(podconfig.SourceAPI))
+	src := apiserver.New(c.kube, k.nodeName, k.merger.Channel(podspec.SourceAPI))
 	goRun("api-source", func(ctx context.Context) { logStop(ctx, src.Run(ctx)) })
 	goRun("mirror-pods", k.mirrorLoop)
 }
@@ -222,7 +221,7 @@ func (k *Kubelet) readiness() nodestatus.Readiness {
 // at once.
 func (k *Kubelet) onMirrorPodChange(ctx context.Context, mirror *v1.Pod) {
 	k.triggerMirrors()
-	if static, ok := k.pods.GetByFullName(podmanager.FullName(mirror)); ok {
+	if static, ok := k.pods.GetByFullName(podspec.FullName(mirror)); ok {
 		k.status.Sync(static.UID)
 	}
 }
@@ -260,7 +259,7 @@ func (k *Kubelet) reconcileMirrors(ctx context.Context) {
 	node := c.nodeStatus.Node()
 	wanted := map[string]bool{}
 	for _, p := range k.pods.List() {
-		if !podmanager.IsStaticPod(p) {
+		if !podspec.IsStatic(p) {
 			continue
 		}
 		if info, ok := k.workers.Get(p.UID); ok && info.Removed {
@@ -269,12 +268,12 @@ func (k *Kubelet) reconcileMirrors(ctx context.Context) {
 		if decided, ok := k.cluster.admittedDecision(p.UID); ok && !decided {
 			continue
 		}
-		wanted[podmanager.FullName(p)] = true
+		wanted[podspec.FullName(p)] = true
 		mirror, _ := k.pods.MirrorOf(p)
 		create, del := mirrorpod.Needs(p, mirror)
 		if del {
 			uid := mirror.UID
-			if _, err := c.mirrors.DeleteMirror(ctx, podmanager.FullName(mirror), &uid); err != nil {
+			if _, err := c.mirrors.DeleteMirror(ctx, podspec.FullName(mirror), &uid); err != nil {
 				log.Error(err, "Deleting an outdated mirror pod", "pod", klog.KObj(mirror))
 				continue
 			}
@@ -287,11 +286,11 @@ func (k *Kubelet) reconcileMirrors(ctx context.Context) {
 		}
 	}
 	for _, m := range k.pods.Mirrors() {
-		if wanted[podmanager.FullName(m)] || m.DeletionTimestamp != nil {
+		if wanted[podspec.FullName(m)] || m.DeletionTimestamp != nil {
 			continue
 		}
 		uid := m.UID
-		if _, err := c.mirrors.DeleteMirror(ctx, podmanager.FullName(m), &uid); err != nil {
+		if _, err := c.mirrors.DeleteMirror(ctx, podspec.FullName(m), &uid); err != nil {
 			log.Error(err, "Deleting an orphaned mirror pod", "pod", klog.KObj(m))
 		}
 	}
@@ -314,7 +313,7 @@ func (k *Kubelet) housekeepingExtras(ctx context.Context) {
 // onPodRemoved runs once a pod left its source (or was deleted) and nothing
 // of it remains in the runtime.
 func (k *Kubelet) onPodRemoved(ctx context.Context, uid types.UID, pod *v1.Pod) {
-	if pod != nil && podmanager.IsStaticPod(pod) {
+	if pod != nil && podspec.IsStatic(pod) {
 		k.status.RemovePod(uid)
 		k.triggerMirrors()
 		return
@@ -404,7 +403,7 @@ func (k *Kubelet) StatusTarget(uid types.UID) (statuswriter.Target, bool) {
 	if !ok {
 		return statuswriter.Target{}, false
 	}
-	if podmanager.IsStaticPod(p) {
+	if podspec.IsStatic(p) {
 		m, ok := k.pods.MirrorOf(p)
 		if !ok {
 			return statuswriter.Target{}, false

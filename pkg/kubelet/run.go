@@ -18,6 +18,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/statuswriter"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podmanager"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
 	"github.com/gokubelet/kubelet/pkg/pod/source/file"
@@ -123,8 +124,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 
 	// Pod sources.
 	if cfg.StaticPodPath != "" {
-		k.sources = append(k.sources, podconfig.SourceFile)
-		src := file.New(file.Config{Path: cfg.StaticPodPath, NodeName: s.NodeName, CheckFrequency: cfg.FileCheckFrequency.Duration, OnError: k.onInvalidManifest}, k.merger.Channel(podconfig.SourceFile))
+		k.sources = append(k.sources, podspec.SourceFile)
+		src := file.New(file.Config{Path: cfg.StaticPodPath, NodeName: s.NodeName, CheckFrequency: cfg.FileCheckFrequency.Duration, OnError: k.onInvalidManifest}, k.merger.Channel(podspec.SourceFile))
 		goRun("file-source", func(ctx context.Context) {
 			if err := src.Run(ctx); err != nil {
 				klog.FromContext(ctx).Error(err, "Static pod directory source stopped")
@@ -132,8 +133,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		})
 	}
 	if cfg.StaticPodURL != "" {
-		k.sources = append(k.sources, podconfig.SourceHTTP)
-		src := url.New(url.Config{URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: s.NodeName, CheckFrequency: cfg.HTTPCheckFrequency.Duration, OnError: k.onInvalidManifest}, k.merger.Channel(podconfig.SourceHTTP))
+		k.sources = append(k.sources, podspec.SourceHTTP)
+		src := url.New(url.Config{URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: s.NodeName, CheckFrequency: cfg.HTTPCheckFrequency.Duration, OnError: k.onInvalidManifest}, k.merger.Channel(podspec.SourceHTTP))
 		goRun("url-source", func(ctx context.Context) {
 			if err := src.Run(ctx); err != nil {
 				klog.FromContext(ctx).Error(err, "Static pod URL source stopped")
@@ -141,7 +142,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		})
 	}
 	if cl != nil {
-		k.sources = append(k.sources, podconfig.SourceAPI)
+		k.sources = append(k.sources, podspec.SourceAPI)
 		cl.startSources(ctx, k, goRun)
 	}
 	goRun("podconfig", func(ctx context.Context) { k.merger.Run(ctx) })

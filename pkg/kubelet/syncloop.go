@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
-	"github.com/gokubelet/kubelet/pkg/pod/podmanager"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/pleg"
@@ -61,14 +61,14 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 		k.pods.AddOrUpdate(u.Pods...)
 		// Admission sees pods in creation order, as upstream.
 		for _, p := range sortByCreation(u.Pods) {
-			if podmanager.IsMirrorPod(p) {
+			if podspec.IsMirror(p) {
 				k.onMirrorPodChange(ctx, p)
 				continue
 			}
 			if u.Op == podconfig.RECONCILE {
 				continue
 			}
-			if podmanager.IsStaticPod(p) {
+			if podspec.IsStatic(p) {
 				k.triggerMirrors()
 			}
 			k.dispatch(ctx, p)
@@ -76,10 +76,10 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 	case podconfig.REMOVE:
 		k.pods.Remove(u.Pods...)
 		for _, p := range u.Pods {
-			if podmanager.IsStaticPod(p) {
+			if podspec.IsStatic(p) {
 				k.triggerMirrors()
 			}
-			if podmanager.IsMirrorPod(p) {
+			if podspec.IsMirror(p) {
 				k.onMirrorPodChange(ctx, p)
 				continue
 			}

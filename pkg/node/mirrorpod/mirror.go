@@ -14,7 +14,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // ErrNodeDeleting is returned by CreateMirror when the Node is being
@@ -43,18 +43,18 @@ func IsMirrorOf(mirror, static *v1.Pod) bool {
 	if mirror.Namespace != static.Namespace || mirror.Name != static.Name {
 		return false
 	}
-	hash, ok := mirror.Annotations[podconfig.ConfigMirrorAnnotation]
-	return ok && hash == static.Annotations[podconfig.ConfigHashAnnotation]
+	hash, ok := mirror.Annotations[podspec.ConfigMirrorAnnotation]
+	return ok && hash == static.Annotations[podspec.ConfigHashAnnotation]
 }
 
 // Build returns the mirror pod of static for node. It is pure; it fails
 // when static has no config hash or references objects NodeRestriction
 // forbids a node to reference.
 func Build(static *v1.Pod, node *v1.Node) (*v1.Pod, error) {
-	hash := static.Annotations[podconfig.ConfigHashAnnotation]
+	hash := static.Annotations[podspec.ConfigHashAnnotation]
 	if hash == "" {
 		return nil, fmt.Errorf("pod %s/%s has no %s annotation; only static pods get mirror pods",
-			static.Namespace, static.Name, podconfig.ConfigHashAnnotation)
+			static.Namespace, static.Name, podspec.ConfigHashAnnotation)
 	}
 	if node == nil || node.Name == "" || node.UID == "" {
 		return nil, errors.New("the Node object (name and uid) is needed for the mirror pod's owner reference")
@@ -84,7 +84,7 @@ func Build(static *v1.Pod, node *v1.Node) (*v1.Pod, error) {
 	for k, v := range static.Annotations {
 		m.Annotations[k] = v
 	}
-	m.Annotations[podconfig.ConfigMirrorAnnotation] = hash
+	m.Annotations[podspec.ConfigMirrorAnnotation] = hash
 	m.Spec.NodeName = node.Name
 	return m, nil
 }
@@ -124,7 +124,7 @@ func (m *Manager) CreateMirror(ctx context.Context, static *v1.Pod, node *v1.Nod
 	if err != nil {
 		return fmt.Errorf("creating mirror pod %s/%s: %w", mirror.Namespace, mirror.Name, err)
 	}
-	logger.V(2).Info("Created mirror pod", "pod", klog.KObj(mirror), "hash", mirror.Annotations[podconfig.ConfigMirrorAnnotation])
+	logger.V(2).Info("Created mirror pod", "pod", klog.KObj(mirror), "hash", mirror.Annotations[podspec.ConfigMirrorAnnotation])
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 func staticPod(hash string) *v1.Pod {
@@ -23,9 +23,9 @@ func staticPod(hash string) *v1.Pod {
 			Name: "etcd-n1", Namespace: "kube-system", UID: types.UID(hash),
 			Labels: map[string]string{"component": "etcd"},
 			Annotations: map[string]string{
-				podconfig.ConfigHashAnnotation:   hash,
-				podconfig.ConfigSourceAnnotation: podconfig.SourceFile,
-				podconfig.ConfigSeenAnnotation:   "2024-01-01T00:00:00Z",
+				podspec.ConfigHashAnnotation:   hash,
+				podspec.ConfigSourceAnnotation: podspec.SourceFile,
+				podspec.ConfigSeenAnnotation:   "2024-01-01T00:00:00Z",
 			},
 		},
 		Spec:   v1.PodSpec{NodeName: "n1", Containers: []v1.Container{{Name: "etcd", Image: "etcd"}}},
@@ -40,7 +40,7 @@ func testNode() *v1.Node {
 func mirrorOf(static *v1.Pod, hash string, opts ...func(*v1.Pod)) *v1.Pod {
 	m := static.DeepCopy()
 	m.UID = "mirror-uid"
-	m.Annotations[podconfig.ConfigMirrorAnnotation] = hash
+	m.Annotations[podspec.ConfigMirrorAnnotation] = hash
 	for _, o := range opts {
 		o(m)
 	}
@@ -61,7 +61,7 @@ func TestNeeds(t *testing.T) {
 		{"mirror being deleted: replace", mirrorOf(static, "h1", func(p *v1.Pod) { p.DeletionTimestamp = &now }), true, true},
 		{"pod without the mirror annotation: replace", func() *v1.Pod {
 			p := static.DeepCopy()
-			delete(p.Annotations, podconfig.ConfigMirrorAnnotation)
+			delete(p.Annotations, podspec.ConfigMirrorAnnotation)
 			return p
 		}(), true, true},
 		{"mirror in another namespace: replace", mirrorOf(static, "h1", func(p *v1.Pod) { p.Namespace = "default" }), true, true},
@@ -83,10 +83,10 @@ func TestBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Annotations[podconfig.ConfigMirrorAnnotation] != "h1" {
-		t.Errorf("config.mirror = %q, want the static pod's hash", m.Annotations[podconfig.ConfigMirrorAnnotation])
+	if m.Annotations[podspec.ConfigMirrorAnnotation] != "h1" {
+		t.Errorf("config.mirror = %q, want the static pod's hash", m.Annotations[podspec.ConfigMirrorAnnotation])
 	}
-	if m.Annotations[podconfig.ConfigSourceAnnotation] != podconfig.SourceFile || m.Labels["component"] != "etcd" {
+	if m.Annotations[podspec.ConfigSourceAnnotation] != podspec.SourceFile || m.Labels["component"] != "etcd" {
 		t.Errorf("static pod's labels/annotations not copied: %v %v", m.Labels, m.Annotations)
 	}
 	if len(m.OwnerReferences) != 1 {
@@ -117,7 +117,7 @@ func TestBuildRefusals(t *testing.T) {
 		node *v1.Node
 		want string
 	}{
-		{"not a static pod", func(p *v1.Pod) { delete(p.Annotations, podconfig.ConfigHashAnnotation) }, testNode(), "config.hash"},
+		{"not a static pod", func(p *v1.Pod) { delete(p.Annotations, podspec.ConfigHashAnnotation) }, testNode(), "config.hash"},
 		{"no node uid", nil, &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, "owner reference"},
 		{"service account", func(p *v1.Pod) { p.Spec.ServiceAccountName = "default" }, testNode(), "spec.serviceAccountName"},
 		{"secret volume", func(p *v1.Pod) {

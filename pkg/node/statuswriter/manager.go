@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 )
 
@@ -154,14 +155,14 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 		klog.V(2).InfoS("Refusing to leave a terminal phase", "pod", klog.KObj(pod), "podUID", pod.UID, "phase", old.Phase, "attempted", st.Phase)
 		st.Phase, st.Reason, st.Message = old.Phase, old.Reason, old.Message
 	}
-	if err := checkContainerTransitions(&pod.Spec, &old, &st); err != nil {
+	if err := checkContainerTransitions(pod, &old, &st); err != nil {
 		m.mu.Unlock()
 		klog.ErrorS(err, "Refusing pod status update", "pod", klog.KObj(pod), "podUID", pod.UID)
 		return
 	}
 	for i := range st.Conditions {
 		c := &st.Conditions[i]
-		o := findCondition(old.Conditions, c.Type)
+		o := podspec.FindCondition(old.Conditions, c.Type)
 		switch {
 		case o != nil && o.Status == c.Status && !o.LastTransitionTime.IsZero():
 			c.LastTransitionTime = o.LastTransitionTime
@@ -249,36 +250,31 @@ func (m *Manager) RemoveOrphans(keep func(uid types.UID) bool) {
 }
 
 // checkContainerTransitions refuses a status that shows a terminated
-// container as not terminated when the restart policy does not restart it:
-// Never, or OnFailure after exit 0. Sidecars always may restart.
-func checkContainerTransitions(spec *v1.PodSpec, old, st *v1.PodStatus) error {
-	policy := spec.RestartPolicy
-	if policy == "" || policy == v1.RestartPolicyAlways {
-		return nil
-	}
-	check := func(olds, news []v1.ContainerStatus, specs []v1.Container) error {
+// container as not terminated when the pod's restart policy does not let it
+// leave that state (podspec.MayLeaveTerminated).
+func checkContainerTransitions(pod *v1.Pod, old, st *v1.PodStatus) error {
+	check := func(olds, news []v1.ContainerStatus, specs []v1.Container, init bool) error {
 		for _, o := range olds {
 			if o.State.Terminated == nil {
 				continue
 			}
-			if o.State.Terminated.ExitCode != 0 && policy == v1.RestartPolicyOnFailure {
+			c := podspec.FindIn(specs, o.Name)
+			if c == nil {
+				c = &v1.Container{Name: o.Name} // not in the spec: no sidecar
+			}
+			if podspec.MayLeaveTerminated(pod, c, init, o.State.Terminated.ExitCode) {
 				continue
 			}
-			if c := findSpec(specs, o.Name); c != nil && podstatus.IsRestartableInit(c) {
-				continue
-			}
-			for _, n := range news {
-				if n.Name == o.Name && n.State.Terminated == nil {
-					return fmt.Errorf("terminated container %q attempted illegal transition to a non-terminated state", n.Name)
-				}
+			if n := podspec.FindStatus(news, o.Name); n != nil && n.State.Terminated == nil {
+				return fmt.Errorf("terminated container %q attempted illegal transition to a non-terminated state", n.Name)
 			}
 		}
 		return nil
 	}
-	if err := check(old.ContainerStatuses, st.ContainerStatuses, spec.Containers); err != nil {
+	if err := check(old.ContainerStatuses, st.ContainerStatuses, pod.Spec.Containers, false); err != nil {
 		return err
 	}
-	return check(old.InitContainerStatuses, st.InitContainerStatuses, spec.InitContainers)
+	return check(old.InitContainerStatuses, st.InitContainerStatuses, pod.Spec.InitContainers, true)
 }
 
 // normalize makes a status compare equal to its round trip through the API
@@ -324,24 +320,6 @@ func sortedConditions(s *v1.PodStatus) *v1.PodStatus {
 	return c
 }
 
-func findCondition(list []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
-	for i := range list {
-		if list[i].Type == t {
-			return &list[i]
-		}
-	}
-	return nil
-}
-
-func findSpec(list []v1.Container, name string) *v1.Container {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
-	}
-	return nil
-}
-
 // ownPods is the resolver used when the caller gives none: a pod is its own
 // target, as last given to SetPodStatus; static pods have none.
 type ownPods struct{ m *Manager }
@@ -350,7 +328,7 @@ func (r ownPods) StatusTarget(uid types.UID) (Target, bool) {
 	r.m.mu.Lock()
 	defer r.m.mu.Unlock()
 	e, ok := r.m.pods[uid]
-	if !ok || podstatus.IsStatic(e.pod) {
+	if !ok || podspec.IsStatic(e.pod) {
 		return Target{}, false
 	}
 	return Target{Pod: e.pod}, true

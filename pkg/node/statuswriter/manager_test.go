@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -49,7 +51,7 @@ func TestStandaloneCache(t *testing.T) {
 	if st.StartTime == nil || !st.StartTime.Time.Equal(t0) {
 		t.Errorf("start time %v", st.StartTime)
 	}
-	if c := findCondition(st.Conditions, v1.PodReady); !c.LastTransitionTime.Time.Equal(t0) {
+	if c := podspec.FindCondition(st.Conditions, v1.PodReady); !c.LastTransitionTime.Time.Equal(t0) {
 		t.Errorf("ready transition %v", c.LastTransitionTime)
 	}
 
@@ -57,10 +59,10 @@ func TestStandaloneCache(t *testing.T) {
 	now = t0.Add(time.Minute)
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
 	st, _ = m.GetPodStatus("u1")
-	if c := findCondition(st.Conditions, v1.PodReady); !c.LastTransitionTime.Time.Equal(now) {
+	if c := podspec.FindCondition(st.Conditions, v1.PodReady); !c.LastTransitionTime.Time.Equal(now) {
 		t.Errorf("ready transition %v, want %v", c.LastTransitionTime, now)
 	}
-	if c := findCondition(st.Conditions, v1.PodScheduled); !c.LastTransitionTime.Time.Equal(t0) {
+	if c := podspec.FindCondition(st.Conditions, v1.PodScheduled); !c.LastTransitionTime.Time.Equal(t0) {
 		t.Errorf("scheduled transition moved: %v", c.LastTransitionTime)
 	}
 	if !st.StartTime.Time.Equal(t0) {
@@ -86,7 +88,7 @@ func TestTerminalPhaseIsSticky(t *testing.T) {
 	if st.Phase != v1.PodFailed || st.Reason != "Evicted" {
 		t.Errorf("phase %s reason %q", st.Phase, st.Reason)
 	}
-	if c := findCondition(st.Conditions, v1.PodReady); c.Status != v1.ConditionTrue {
+	if c := podspec.FindCondition(st.Conditions, v1.PodReady); c.Status != v1.ConditionTrue {
 		t.Errorf("the rest of the update must still apply: %+v", c)
 	}
 
@@ -173,7 +175,7 @@ func TestTransitionTimeBumpedOnChangeEvenIfCallerCopiedOldTime(t *testing.T) {
 	st.Conditions[0].Status = v1.ConditionTrue // LastTransitionTime still t0
 	m.SetPodStatus(pod, st)
 	got, _ := m.GetPodStatus("u1")
-	if c := findCondition(got.Conditions, v1.PodReady); !c.LastTransitionTime.Time.Equal(now) {
+	if c := podspec.FindCondition(got.Conditions, v1.PodReady); !c.LastTransitionTime.Time.Equal(now) {
 		t.Errorf("transition time %v, want %v", c.LastTransitionTime, now)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 var podsGVR = v1.SchemeGroupVersion.WithResource("pods")
@@ -347,7 +349,7 @@ func TestReconcileRepairsAPIStatus(t *testing.T) {
 		return got.(*v1.Pod).Status.Phase == v1.PodRunning
 	})
 	got, _ := c.Tracker().Get(podsGVR, "ns", "p")
-	if findCondition(got.(*v1.Pod).Status.Conditions, "example.com/gate") == nil {
+	if podspec.FindCondition(got.(*v1.Pod).Status.Conditions, "example.com/gate") == nil {
 		t.Errorf("foreign condition removed: %+v", got.(*v1.Pod).Status.Conditions)
 	}
 }

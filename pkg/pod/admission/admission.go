@@ -8,7 +8,7 @@ import (
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // Status reasons of a rejected pod. The values are upstream's: users and
@@ -40,10 +40,6 @@ const (
 	descNodePorts       = "node(s) didn't have free ports for the requested pod ports"
 	descTaintToleration = "node(s) had taints that the pod didn't tolerate"
 )
-
-// SystemCriticalPriority is the priority from which a pod is critical
-// (system-cluster-critical and system-node-critical are at or above it).
-const SystemCriticalPriority int32 = 2000000000
 
 // Result is the admission decision. When Admit is false, Reason and
 // Message go to the pod's status.
@@ -80,7 +76,7 @@ func Admit(pod *v1.Pod, node *v1.Node, admitted []*v1.Pod) Result {
 
 	others := make([]*v1.Pod, 0, len(admitted))
 	for _, p := range admitted {
-		if p == nil || p.UID == pod.UID || isMirrorPod(p) ||
+		if p == nil || p.UID == pod.UID || podspec.IsMirror(p) ||
 			p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
 			continue
 		}
@@ -91,7 +87,7 @@ func Admit(pod *v1.Pod, node *v1.Node, admitted []*v1.Pod) Result {
 	if len(failures) == 0 {
 		return Result{Admit: true}
 	}
-	if IsCritical(pod) {
+	if podspec.IsCritical(pod) {
 		// Upstream evicts pods to make room for a critical pod when every
 		// failure is a shortage; other failures still reject it.
 		var other []failure
@@ -122,7 +118,7 @@ func generalFilter(pod *v1.Pod, node *v1.Node, others []*v1.Pod) []failure {
 	if portsConflict(pod, others) {
 		failures = append(failures, predicateFailure(ReasonNodePorts, descNodePorts))
 	}
-	if !isStaticPod(pod) {
+	if !podspec.IsStatic(pod) {
 		_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations,
 			func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute })
 		if untolerated {
@@ -134,26 +130,6 @@ func generalFilter(pod *v1.Pod, node *v1.Node, others []*v1.Pod) []failure {
 
 func predicateFailure(name, desc string) failure {
 	return failure{reason: name, message: fmt.Sprintf("Predicate %s failed: %s", name, desc)}
-}
-
-// IsCritical reports whether upstream counts pod as critical: a static or
-// mirror pod, or a priority of at least SystemCriticalPriority.
-func IsCritical(pod *v1.Pod) bool {
-	if isStaticPod(pod) || isMirrorPod(pod) {
-		return true
-	}
-	return pod.Spec.Priority != nil && *pod.Spec.Priority >= SystemCriticalPriority
-}
-
-// isStaticPod: any source other than the API server, as upstream counts it.
-func isStaticPod(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[podconfig.ConfigSourceAnnotation]
-	return ok && src != podconfig.SourceAPI
-}
-
-func isMirrorPod(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[podconfig.ConfigMirrorAnnotation]
-	return ok
 }
 
 // nodeOS is the node's kubernetes.io/os label, or this machine's OS when

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // node has 1900m cpu, 2Gi memory, 10Gi ephemeral storage, 2 example.com/gpu
@@ -164,7 +164,7 @@ func TestAdmit(t *testing.T) {
 			admitted: []*v1.Pod{
 				mkPod("b", req("cpu", "1"), phase(v1.PodSucceeded)),
 				mkPod("c", req("cpu", "1"), phase(v1.PodFailed)),
-				mkPod("d", req("cpu", "1"), annotate(podconfig.ConfigMirrorAnnotation, "h")),
+				mkPod("d", req("cpu", "1"), annotate(podspec.ConfigMirrorAnnotation, "h")),
 				mkPod("a", req("cpu", "1")),
 				mkPod("e", req("cpu", "900m"), phase(v1.PodRunning)),
 			},
@@ -327,7 +327,7 @@ func TestAdmit(t *testing.T) {
 		},
 		{
 			name: "static pods ignore NoExecute taints",
-			pod:  mkPod("a", annotate(podconfig.ConfigSourceAnnotation, podconfig.SourceFile)),
+			pod:  mkPod("a", annotate(podspec.ConfigSourceAnnotation, podspec.SourceFile)),
 			node: noExecute,
 			want: Result{Admit: true},
 		},
@@ -347,7 +347,7 @@ func TestAdmit(t *testing.T) {
 		},
 		{
 			name:     "static pod is critical",
-			pod:      mkPod("a", req("cpu", "1"), annotate(podconfig.ConfigSourceAnnotation, podconfig.SourceFile)),
+			pod:      mkPod("a", req("cpu", "1"), annotate(podspec.ConfigSourceAnnotation, podspec.SourceFile)),
 			admitted: []*v1.Pod{mkPod("b", req("cpu", "1500m"))},
 			want: Result{Admit: true,
 				Message: "Admitted critical pod without preemption; node may be overcommitted: " +

@@ -7,6 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // podSet is one source's pods keyed by UID.
@@ -63,13 +65,13 @@ func diff(source string, old podSet, incoming []*v1.Pod, now time.Time) (next po
 		if pod.Annotations == nil {
 			pod.Annotations = map[string]string{}
 		}
-		pod.Annotations[ConfigSourceAnnotation] = source
+		pod.Annotations[podspec.ConfigSourceAnnotation] = source
 		prev := old[pod.UID]
 		switch {
-		case prev != nil && prev.Annotations[ConfigSeenAnnotation] != "":
-			pod.Annotations[ConfigSeenAnnotation] = prev.Annotations[ConfigSeenAnnotation]
-		case pod.Annotations[ConfigSeenAnnotation] == "":
-			pod.Annotations[ConfigSeenAnnotation] = seenAt
+		case prev != nil && prev.Annotations[podspec.ConfigSeenAnnotation] != "":
+			pod.Annotations[podspec.ConfigSeenAnnotation] = prev.Annotations[podspec.ConfigSeenAnnotation]
+		case pod.Annotations[podspec.ConfigSeenAnnotation] == "":
+			pod.Annotations[podspec.ConfigSeenAnnotation] = seenAt
 		}
 		next[pod.UID] = pod
 
@@ -139,7 +141,7 @@ func differsSemantically(a, b *v1.Pod) bool {
 func annotationsEqualIgnoringSeen(a, b map[string]string) bool {
 	count := func(m map[string]string) int {
 		n := len(m)
-		if _, ok := m[ConfigSeenAnnotation]; ok {
+		if _, ok := m[podspec.ConfigSeenAnnotation]; ok {
 			n--
 		}
 		return n
@@ -148,7 +150,7 @@ func annotationsEqualIgnoringSeen(a, b map[string]string) bool {
 		return false
 	}
 	for k, v := range a {
-		if k == ConfigSeenAnnotation {
+		if k == podspec.ConfigSeenAnnotation {
 			continue
 		}
 		if bv, ok := b[k]; !ok || bv != v {

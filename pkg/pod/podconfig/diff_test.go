@@ -9,6 +9,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 var t0 = time.Date(2025, 1, 2, 3, 4, 5, 6, time.UTC)
@@ -93,7 +95,7 @@ func TestDiff(t *testing.T) {
 		{"spec change is an update", []*v1.Pod{pod("a", "a")}, []*v1.Pod{pod("a", "a", withImage("img:2"))}, "UPDATE:a", 0},
 		{"label change is an update", []*v1.Pod{pod("a", "a")}, []*v1.Pod{pod("a", "a", withLabel("k", "v"))}, "UPDATE:a", 0},
 		{"annotation change is an update", []*v1.Pod{pod("a", "a")}, []*v1.Pod{pod("a", "a", withAnnotation("k", "v"))}, "UPDATE:a", 0},
-		{"config.seen from the source is ignored", []*v1.Pod{pod("a", "a")}, []*v1.Pod{pod("a", "a", withAnnotation(ConfigSeenAnnotation, "later"))}, "", 0},
+		{"config.seen from the source is ignored", []*v1.Pod{pod("a", "a")}, []*v1.Pod{pod("a", "a", withAnnotation(podspec.ConfigSeenAnnotation, "later"))}, "", 0},
 		{"status only is a reconcile", []*v1.Pod{pod("a", "a")}, []*v1.Pod{pod("a", "a", withPhase(v1.PodRunning))}, "RECONCILE:a", 0},
 		{"deletion timestamp is a delete", []*v1.Pod{pod("a", "a")}, []*v1.Pod{pod("a", "a", withDeletion)}, "DELETE:a", 0},
 		{"still deleting, nothing new", []*v1.Pod{pod("a", "a", withDeletion)}, []*v1.Pod{pod("a", "a", withDeletion)}, "", 0},
@@ -132,12 +134,12 @@ func TestDiffAnnotations(t *testing.T) {
 	in := pod("a", "a")
 	next, _, _ := diff("file", nil, []*v1.Pod{in}, t0)
 	got := next["a"]
-	if got.Annotations[ConfigSourceAnnotation] != "file" {
-		t.Errorf("config.source = %q, want file", got.Annotations[ConfigSourceAnnotation])
+	if got.Annotations[podspec.ConfigSourceAnnotation] != "file" {
+		t.Errorf("config.source = %q, want file", got.Annotations[podspec.ConfigSourceAnnotation])
 	}
 	wantSeen := t0.Format(time.RFC3339Nano)
-	if got.Annotations[ConfigSeenAnnotation] != wantSeen {
-		t.Errorf("config.seen = %q, want %q", got.Annotations[ConfigSeenAnnotation], wantSeen)
+	if got.Annotations[podspec.ConfigSeenAnnotation] != wantSeen {
+		t.Errorf("config.seen = %q, want %q", got.Annotations[podspec.ConfigSeenAnnotation], wantSeen)
 	}
 	if in.Annotations != nil {
 		t.Errorf("diff modified the incoming pod: %v", in.Annotations)
@@ -148,7 +150,7 @@ func TestDiffAnnotations(t *testing.T) {
 	if summary(updates) != "UPDATE:a" {
 		t.Fatalf("updates = %s", summary(updates))
 	}
-	if s := next2["a"].Annotations[ConfigSeenAnnotation]; s != wantSeen {
+	if s := next2["a"].Annotations[podspec.ConfigSeenAnnotation]; s != wantSeen {
 		t.Errorf("config.seen changed to %q, want %q kept", s, wantSeen)
 	}
 	if next["a"].Spec.Containers[0].Image != "img:1" {

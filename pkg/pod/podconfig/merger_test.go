@@ -8,6 +8,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 func startMerger(t *testing.T) (*Merger, context.CancelFunc) {
@@ -65,40 +67,40 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestMergerSeenAllSources(t *testing.T) {
 	m, _ := startMerger(t)
-	file := m.Channel(SourceFile)
-	api := m.Channel(SourceAPI)
-	if m.Channel(SourceFile) != file {
+	file := m.Channel(podspec.SourceFile)
+	api := m.Channel(podspec.SourceAPI)
+	if m.Channel(podspec.SourceFile) != file {
 		t.Fatal("Channel returned a new channel for the same source")
 	}
-	if m.SeenAllSources(SourceFile, SourceAPI) {
+	if m.SeenAllSources(podspec.SourceFile, podspec.SourceAPI) {
 		t.Fatal("seen before any set")
 	}
 
-	send(t, file, PodUpdate{Op: SET, Source: SourceFile})
+	send(t, file, PodUpdate{Op: SET, Source: podspec.SourceFile})
 	u := receive(t, m)
-	if u.Op != ADD || u.Source != SourceFile || len(u.Pods) != 0 {
+	if u.Op != ADD || u.Source != podspec.SourceFile || len(u.Pods) != 0 {
 		t.Fatalf("first empty set gave %s/%s with %d pods, want an empty ADD", u.Op, u.Source, len(u.Pods))
 	}
-	eventually(t, "file seen", func() bool { return m.SeenAllSources(SourceFile) })
-	if m.SeenAllSources(SourceFile, SourceAPI) {
+	eventually(t, "file seen", func() bool { return m.SeenAllSources(podspec.SourceFile) })
+	if m.SeenAllSources(podspec.SourceFile, podspec.SourceAPI) {
 		t.Fatal("api seen before it sent")
 	}
 
-	send(t, api, PodUpdate{Op: SET, Source: SourceAPI, Pods: []*v1.Pod{pod("a", "a")}})
+	send(t, api, PodUpdate{Op: SET, Source: podspec.SourceAPI, Pods: []*v1.Pod{pod("a", "a")}})
 	// The source is not seen until its pods have been received.
 	time.Sleep(10 * time.Millisecond)
-	if m.SeenAllSources(SourceAPI) {
+	if m.SeenAllSources(podspec.SourceAPI) {
 		t.Fatal("api seen before its ADD was received")
 	}
 	u = receive(t, m)
-	if summary([]PodUpdate{u}) != "ADD:a" || u.Source != SourceAPI {
+	if summary([]PodUpdate{u}) != "ADD:a" || u.Source != podspec.SourceAPI {
 		t.Fatalf("got %s from %s", summary([]PodUpdate{u}), u.Source)
 	}
-	eventually(t, "all seen", func() bool { return m.SeenAllSources(SourceFile, SourceAPI) })
+	eventually(t, "all seen", func() bool { return m.SeenAllSources(podspec.SourceFile, podspec.SourceAPI) })
 
 	// An unchanged set produces nothing; a change produces its update.
-	send(t, api, PodUpdate{Op: SET, Source: SourceAPI, Pods: []*v1.Pod{pod("a", "a")}})
-	send(t, api, PodUpdate{Op: SET, Source: SourceAPI, Pods: []*v1.Pod{pod("a", "a", withPhase(v1.PodRunning))}})
+	send(t, api, PodUpdate{Op: SET, Source: podspec.SourceAPI, Pods: []*v1.Pod{pod("a", "a")}})
+	send(t, api, PodUpdate{Op: SET, Source: podspec.SourceAPI, Pods: []*v1.Pod{pod("a", "a", withPhase(v1.PodRunning))}})
 	if got := summary([]PodUpdate{receive(t, m)}); got != "RECONCILE:a" {
 		t.Fatalf("got %s, want RECONCILE:a", got)
 	}
@@ -108,8 +110,8 @@ func TestMergerSeenAllSources(t *testing.T) {
 // the merger lose what changed while it was away.
 func TestMergerSlowConsumerLosesNothing(t *testing.T) {
 	m, _ := startMerger(t)
-	file := m.Channel(SourceFile)
-	api := m.Channel(SourceAPI)
+	file := m.Channel(podspec.SourceFile)
+	api := m.Channel(podspec.SourceAPI)
 	sets := [][]*v1.Pod{
 		{pod("a", "a")},
 		{pod("a", "a"), pod("b", "b")},
@@ -118,17 +120,17 @@ func TestMergerSlowConsumerLosesNothing(t *testing.T) {
 	}
 	for i := 0; i < 50; i++ {
 		for _, s := range sets {
-			send(t, file, PodUpdate{Op: SET, Source: SourceFile, Pods: s})
+			send(t, file, PodUpdate{Op: SET, Source: podspec.SourceFile, Pods: s})
 		}
-		send(t, api, PodUpdate{Op: SET, Source: SourceAPI, Pods: []*v1.Pod{pod("x", "x")}})
+		send(t, api, PodUpdate{Op: SET, Source: podspec.SourceAPI, Pods: []*v1.Pod{pod("x", "x")}})
 	}
 
 	// Now consume, applying each update to a model of what the kubelet knows.
-	model := map[string]map[string]string{SourceFile: {}, SourceAPI: {}} // source -> uid -> image
+	model := map[string]map[string]string{podspec.SourceFile: {}, podspec.SourceAPI: {}} // source -> uid -> image
 	want := "api[x=img:1] file[b=img:2 c=img:1]"
 	render := func() string {
 		var parts []string
-		for _, src := range []string{SourceAPI, SourceFile} {
+		for _, src := range []string{podspec.SourceAPI, podspec.SourceFile} {
 			var pods []string
 			for uid, img := range model[src] {
 				pods = append(pods, uid+"="+img)
@@ -166,7 +168,7 @@ func TestMergerSlowConsumerLosesNothing(t *testing.T) {
 
 func TestMergerIncrementalOps(t *testing.T) {
 	m, _ := startMerger(t)
-	api := m.Channel(SourceAPI)
+	api := m.Channel(podspec.SourceAPI)
 	send(t, api, PodUpdate{Op: SET, Pods: []*v1.Pod{pod("a", "a")}})
 	if got := summary([]PodUpdate{receive(t, m)}); got != "ADD:a" {
 		t.Fatalf("got %s", got)
@@ -183,10 +185,10 @@ func TestMergerIncrementalOps(t *testing.T) {
 
 func TestMergerReceiverOwnsPods(t *testing.T) {
 	m, _ := startMerger(t)
-	file := m.Channel(SourceFile)
+	file := m.Channel(podspec.SourceFile)
 	send(t, file, PodUpdate{Op: SET, Pods: []*v1.Pod{pod("a", "a")}})
 	u := receive(t, m)
-	if u.Pods[0].Annotations[ConfigSourceAnnotation] != SourceFile || u.Pods[0].Annotations[ConfigSeenAnnotation] == "" {
+	if u.Pods[0].Annotations[podspec.ConfigSourceAnnotation] != podspec.SourceFile || u.Pods[0].Annotations[podspec.ConfigSeenAnnotation] == "" {
 		t.Fatalf("annotations %v: want config.source and config.seen", u.Pods[0].Annotations)
 	}
 	u.Pods[0].Spec.Containers[0].Image = "mutated"

@@ -4,23 +4,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
-// Source names where a pod came from. The values are upstream's, and are
-// written to the kubernetes.io/config.source annotation.
-const (
-	SourceFile = "file"
-	SourceHTTP = "http"
-	SourceAPI  = "api"
-	// SourceAll is used by the merger for updates that span sources.
-	SourceAll = "*"
-)
-
-// Annotations the kubelet writes on pods it takes in, as upstream does.
-const (
-	ConfigSourceAnnotation = "kubernetes.io/config.source"
-	ConfigHashAnnotation   = "kubernetes.io/config.hash"
-	ConfigSeenAnnotation   = "kubernetes.io/config.seen"
-	ConfigMirrorAnnotation = "kubernetes.io/config.mirror"
-)
+// SourceAll is used by the merger for updates that span sources. The
+// sources themselves are named by podspec.SourceFile, SourceHTTP and
+// SourceAPI.
+const SourceAll = "*"
 
 // Op is the kind of change a PodUpdate carries.
 type Op int

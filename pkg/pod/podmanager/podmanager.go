@@ -11,24 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
-
-// IsMirrorPod reports whether pod is a mirror pod (the API server's copy
-// of a static pod).
-func IsMirrorPod(pod *v1.Pod) bool {
-	_, ok := pod.Annotations[podconfig.ConfigMirrorAnnotation]
-	return ok
-}
-
-// IsStaticPod reports whether pod came from a file or URL source.
-func IsStaticPod(pod *v1.Pod) bool {
-	src := pod.Annotations[podconfig.ConfigSourceAnnotation]
-	return src == podconfig.SourceFile || src == podconfig.SourceHTTP
-}
-
-// FullName is namespace/name.
-func FullName(pod *v1.Pod) string { return pod.Namespace + "/" + pod.Name }
 
 // Manager is the desired pod set. Safe for concurrent use.
 type Manager struct {
@@ -47,8 +31,8 @@ func (m *Manager) AddOrUpdate(pods ...*v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range pods {
-		if IsMirrorPod(p) {
-			m.mirrors[FullName(p)] = p
+		if podspec.IsMirror(p) {
+			m.mirrors[podspec.FullName(p)] = p
 			continue
 		}
 		m.pods[p.UID] = p
@@ -60,9 +44,9 @@ func (m *Manager) Remove(pods ...*v1.Pod) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, p := range pods {
-		if IsMirrorPod(p) {
-			if cur, ok := m.mirrors[FullName(p)]; ok && cur.UID == p.UID {
-				delete(m.mirrors, FullName(p))
+		if podspec.IsMirror(p) {
+			if cur, ok := m.mirrors[podspec.FullName(p)]; ok && cur.UID == p.UID {
+				delete(m.mirrors, podspec.FullName(p))
 			}
 			continue
 		}
@@ -83,7 +67,7 @@ func (m *Manager) GetByFullName(fullName string) (*v1.Pod, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	for _, p := range m.pods {
-		if FullName(p) == fullName {
+		if podspec.FullName(p) == fullName {
 			return p, true
 		}
 	}
@@ -94,7 +78,7 @@ func (m *Manager) GetByFullName(fullName string) (*v1.Pod, bool) {
 func (m *Manager) MirrorOf(static *v1.Pod) (*v1.Pod, bool) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	p, ok := m.mirrors[FullName(static)]
+	p, ok := m.mirrors[podspec.FullName(static)]
 	return p, ok
 }
 
@@ -117,7 +101,7 @@ func (m *Manager) List() []*v1.Pod {
 		out = append(out, p)
 	}
 	m.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool { return FullName(out[i]) < FullName(out[j]) })
+	sort.Slice(out, func(i, j int) bool { return podspec.FullName(out[i]) < podspec.FullName(out[j]) })
 	return out
 }
 

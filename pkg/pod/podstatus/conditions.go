@@ -6,6 +6,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -76,11 +77,11 @@ func InitializedCondition(spec *v1.PodSpec, initStatuses, statuses []v1.Containe
 	var unknown, incomplete []string
 	for i := range spec.InitContainers {
 		ic := &spec.InitContainers[i]
-		st := findStatus(initStatuses, ic.Name)
+		st := podspec.FindStatus(initStatuses, ic.Name)
 		switch {
 		case st == nil:
 			unknown = append(unknown, ic.Name)
-		case IsRestartableInit(ic):
+		case podspec.IsSidecar(ic):
 			if st.Started == nil || !*st.Started {
 				incomplete = append(incomplete, ic.Name)
 			}
@@ -115,7 +116,7 @@ func ContainersReadyCondition(spec *v1.PodSpec, initStatuses, statuses []v1.Cont
 	}
 	var unknown, unready []string
 	check := func(name string, list []v1.ContainerStatus) {
-		st := findStatus(list, name)
+		st := podspec.FindStatus(list, name)
 		switch {
 		case st == nil:
 			unknown = append(unknown, name)
@@ -124,7 +125,7 @@ func ContainersReadyCondition(spec *v1.PodSpec, initStatuses, statuses []v1.Cont
 		}
 	}
 	for i := range spec.InitContainers {
-		if IsRestartableInit(&spec.InitContainers[i]) {
+		if podspec.IsSidecar(&spec.InitContainers[i]) {
 			check(spec.InitContainers[i].Name, initStatuses)
 		}
 	}
@@ -159,7 +160,7 @@ func ReadyCondition(spec *v1.PodSpec, conditions []v1.PodCondition, initStatuses
 	}
 	var msgs []string
 	for _, g := range spec.ReadinessGates {
-		gc := findCondition(conditions, g.ConditionType)
+		gc := podspec.FindCondition(conditions, g.ConditionType)
 		switch {
 		case gc == nil:
 			msgs = append(msgs, fmt.Sprintf("corresponding condition of pod readiness gate %q does not exist.", g.ConditionType))
@@ -177,7 +178,7 @@ func ReadyCondition(spec *v1.PodSpec, conditions []v1.PodCondition, initStatuses
 // terminated, or waits after a previous run.
 func anyAppContainerRan(spec *v1.PodSpec, statuses []v1.ContainerStatus) bool {
 	for i := range spec.Containers {
-		st := findStatus(statuses, spec.Containers[i].Name)
+		st := podspec.FindStatus(statuses, spec.Containers[i].Name)
 		if st == nil {
 			continue
 		}
@@ -199,13 +200,4 @@ func listMessage(unknown, bad []string, adjective string) string {
 		parts = append(parts, fmt.Sprintf("containers with %s status: %v", adjective, bad))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func findCondition(list []v1.PodCondition, t v1.PodConditionType) *v1.PodCondition {
-	for i := range list {
-		if list[i].Type == t {
-			return &list[i]
-		}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -86,7 +87,7 @@ func ContainerStatuses(pod *v1.Pod, init bool, observed *container.PodStatus, wa
 	out := make([]v1.ContainerStatus, 0, len(specs))
 	for i := range specs {
 		spec := &specs[i]
-		prev := findStatus(previous, spec.Name)
+		prev := podspec.FindStatus(previous, spec.Name)
 		latest := observed.Latest(spec.Name)
 
 		var st v1.ContainerStatus
@@ -136,7 +137,7 @@ func ContainerStatuses(pod *v1.Pod, init bool, observed *container.PodStatus, wa
 			st.Image = spec.Image
 		}
 
-		if r, ok := waiting[spec.Name]; ok && r.Reason != "" && !(init && !IsRestartableInit(spec) && exitedOK(latest)) &&
+		if r, ok := waiting[spec.Name]; ok && r.Reason != "" && !(init && !podspec.IsSidecar(spec) && exitedOK(latest)) &&
 			ShouldRestart(pod, spec, init, latest) {
 			if st.State.Terminated != nil {
 				st.LastTerminationState = st.State
@@ -223,9 +224,8 @@ func exitedOK(c *container.Status) bool {
 // ShouldRestart reports whether the kubelet will (re)start the container in a
 // later sync, given its newest runtime instance (nil if none): never once the
 // pod is being deleted; always when it never ran, or was only created, or its
-// state is unknown; never while it runs; else by the restart policy (the
-// container's own for sidecars, the pod's otherwise): Always restarts,
-// OnFailure restarts a non-zero exit, Never does not.
+// state is unknown; never while it runs; else as podspec.RestartsAfterExit
+// decides from its exit code.
 func ShouldRestart(pod *v1.Pod, spec *v1.Container, init bool, latest *container.Status) bool {
 	if pod.DeletionTimestamp != nil {
 		return false
@@ -239,15 +239,5 @@ func ShouldRestart(pod *v1.Pod, spec *v1.Container, init bool, latest *container
 	case container.StateCreated, container.StateUnknown:
 		return true
 	}
-	policy := restartPolicy(pod)
-	if init && IsRestartableInit(spec) {
-		policy = v1.RestartPolicyAlways
-	}
-	switch policy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return latest.ExitCode != 0
-	}
-	return true
+	return podspec.RestartsAfterExit(pod, spec, init, latest.ExitCode)
 }

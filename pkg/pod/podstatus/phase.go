@@ -3,27 +3,13 @@ package podstatus
 import (
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // IsTerminal reports whether the phase is Succeeded or Failed: a pod that
 // reached one of them never leaves it.
 func IsTerminal(p v1.PodPhase) bool {
 	return p == v1.PodSucceeded || p == v1.PodFailed
-}
-
-// IsRestartableInit reports whether an init container is a sidecar
-// (restartPolicy Always on the container): it keeps running beside the app
-// containers instead of running to completion before them.
-func IsRestartableInit(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
-// IsStatic reports whether the pod came from a file or URL source rather than
-// the API server.
-func IsStatic(pod *v1.Pod) bool {
-	src, ok := pod.Annotations[podconfig.ConfigSourceAnnotation]
-	return ok && src != podconfig.SourceAPI
 }
 
 // PhaseFacts are what Phase needs beyond the container statuses.
@@ -65,8 +51,8 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		st := findStatus(initStatuses, c.Name)
-		if IsRestartableInit(c) {
+		st := podspec.FindStatus(initStatuses, c.Name)
+		if podspec.IsSidecar(c) {
 			switch {
 			case st == nil:
 				unknown++
@@ -106,7 +92,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 	}
 
 	for i := range pod.Spec.Containers {
-		st := findStatus(statuses, pod.Spec.Containers[i].Name)
+		st := podspec.FindStatus(statuses, pod.Spec.Containers[i].Name)
 		switch {
 		case st == nil:
 			unknown++
@@ -126,7 +112,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 		}
 	}
 
-	policy := restartPolicy(pod)
+	policy := podspec.RestartPolicy(pod)
 	if initFailed > 0 && policy == v1.RestartPolicyNever {
 		return v1.PodFailed
 	}
@@ -142,7 +128,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 	if stopped == 0 {
 		return v1.PodPending
 	}
-	if facts.Terminal && !IsStatic(pod) {
+	if facts.Terminal && !podspec.IsStatic(pod) {
 		if stopped == ok {
 			return v1.PodSucceeded
 		}
@@ -158,22 +144,4 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 	default: // OnFailure with a failure: restarting.
 		return v1.PodRunning
 	}
-}
-
-func findStatus(list []v1.ContainerStatus, name string) *v1.ContainerStatus {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
-	}
-	return nil
-}
-
-// restartPolicy is the pod's restart policy, Always when unset (the API
-// default).
-func restartPolicy(pod *v1.Pod) v1.RestartPolicy {
-	if pod.Spec.RestartPolicy == "" {
-		return v1.RestartPolicyAlways
-	}
-	return pod.Spec.RestartPolicy
 }

@@ -6,7 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // Shorthands for container statuses in tables.
@@ -57,7 +57,7 @@ func podOf(policy v1.RestartPolicy, init []string, sidecars []string, apps ...st
 
 func TestPhase(t *testing.T) {
 	static := podOf(v1.RestartPolicyAlways, nil, nil, "a")
-	static.Annotations = map[string]string{podconfig.ConfigSourceAnnotation: podconfig.SourceFile}
+	static.Annotations = map[string]string{podspec.ConfigSourceAnnotation: podspec.SourceFile}
 
 	tests := []struct {
 		name   string

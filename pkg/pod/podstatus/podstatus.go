@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -44,7 +45,7 @@ func Compute(pod *v1.Pod, observed *container.PodStatus, waiting map[string]cont
 	}
 	s := v1.PodStatus{
 		ObservedGeneration: pod.Generation,
-		QOSClass:           QOSClass(pod),
+		QOSClass:           podspec.QOSClass(pod),
 		NominatedNodeName:  pod.Status.NominatedNodeName,
 	}
 
@@ -61,7 +62,7 @@ func Compute(pod *v1.Pod, observed *container.PodStatus, waiting map[string]cont
 		Terminal:    opts.Terminal,
 		Initialized: HasInitialized(pod, observed),
 	})
-	if opts.Terminal && !IsTerminal(s.Phase) && !IsStatic(pod) {
+	if opts.Terminal && !IsTerminal(s.Phase) && !podspec.IsStatic(pod) {
 		s.Phase = v1.PodFailed
 	}
 	if opts.FailReason != "" && !IsTerminal(old.Phase) && !IsTerminal(pod.Status.Phase) {
@@ -138,7 +139,7 @@ func StampTransitions(conds, old []v1.PodCondition, now time.Time) {
 		if !IsOwnedCondition(c.Type) {
 			continue
 		}
-		if o := findCondition(old, c.Type); o != nil && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
+		if o := podspec.FindCondition(old, c.Type); o != nil && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
 			c.LastTransitionTime = o.LastTransitionTime
 			continue
 		}
@@ -171,17 +172,17 @@ func SetStartedAndReady(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus
 		st.Ready = started && probe(ReadinessProbe, spec, st)
 	}
 	for i := range statuses {
-		if spec := findSpec(pod.Spec.Containers, statuses[i].Name); spec != nil {
+		if spec := podspec.FindIn(pod.Spec.Containers, statuses[i].Name); spec != nil {
 			long(spec, &statuses[i])
 		}
 	}
 	for i := range initStatuses {
 		st := &initStatuses[i]
-		spec := findSpec(pod.Spec.InitContainers, st.Name)
+		spec := podspec.FindIn(pod.Spec.InitContainers, st.Name)
 		if spec == nil {
 			continue
 		}
-		if IsRestartableInit(spec) {
+		if podspec.IsSidecar(spec) {
 			long(spec, st)
 			continue
 		}
@@ -205,7 +206,7 @@ func HasInitialized(pod *v1.Pod, observed *container.PodStatus) bool {
 		}
 	}
 	last := &pod.Spec.InitContainers[n-1]
-	return !IsRestartableInit(last) && exitedOK(observed.Latest(last.Name))
+	return !podspec.IsSidecar(last) && exitedOK(observed.Latest(last.Name))
 }
 
 // PodIPs returns the pod's IPs: the node's for host-network pods; else the
@@ -232,13 +233,4 @@ func PodIPs(pod *v1.Pod, observed *container.PodStatus, old *v1.PodStatus, hostI
 		out = append(out, old.PodIPs...)
 	}
 	return out
-}
-
-func findSpec(list []v1.Container, name string) *v1.Container {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
-	}
-	return nil
 }

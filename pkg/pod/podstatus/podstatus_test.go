@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -15,7 +16,7 @@ func sandbox(ips ...string) container.SandboxStatus {
 }
 
 func cond(s v1.PodStatus, t v1.PodConditionType) *v1.PodCondition {
-	return findCondition(s.Conditions, t)
+	return podspec.FindCondition(s.Conditions, t)
 }
 
 func TestComputeRunningPod(t *testing.T) {

@@ -2,6 +2,8 @@ package podstatus
 
 import (
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // MarkTerminated applies what the kubelet knows once it has finished
@@ -17,7 +19,7 @@ import (
 //     (Upstream leaves static pods out; so does this.)
 func MarkTerminated(pod *v1.Pod, s *v1.PodStatus) {
 	markContainersTerminated(pod, s)
-	if !IsTerminal(s.Phase) && !IsStatic(pod) {
+	if !IsTerminal(s.Phase) && !podspec.IsStatic(pod) {
 		s.Phase = v1.PodFailed
 	}
 }
@@ -60,6 +62,6 @@ func initializedBefore(pod *v1.Pod, s *v1.PodStatus) bool {
 	if anyAppContainerRan(&pod.Spec, s.ContainerStatuses) {
 		return true
 	}
-	last := findStatus(s.InitContainerStatuses, pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1].Name)
+	last := podspec.FindStatus(s.InitContainerStatuses, pod.Spec.InitContainers[len(pod.Spec.InitContainers)-1].Name)
 	return last != nil && last.State.Terminated != nil && last.State.Terminated.ExitCode == 0
 }

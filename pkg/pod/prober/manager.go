@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
@@ -439,7 +440,7 @@ func probedContainers(pod *v1.Pod) []*v1.Container {
 	var out []*v1.Container
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
-		if podstatus.IsRestartableInit(c) {
+		if podspec.IsSidecar(c) {
 			out = append(out, c)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // The manifests shipped in examples/static-pods must stay valid, and use
@@ -29,7 +29,7 @@ func TestExamplesParse(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pods, err := Parse(data, podconfig.SourceFile, path, "example-node")
+		pods, err := Parse(data, podspec.SourceFile, path, "example-node")
 		if err != nil {
 			t.Errorf("%s: %v", e.Name(), err)
 			continue

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // The two priority classes every cluster has; a static pod cannot look up
@@ -52,7 +52,7 @@ func uidFor(pod *v1.Pod, source, origin, nodeName string) (types.UID, error) {
 	h := sha256.New()
 	h.Write(content)
 	switch source {
-	case podconfig.SourceFile:
+	case podspec.SourceFile:
 		fmt.Fprintf(h, "host:%s", nodeName)
 		fmt.Fprintf(h, "file:%s", origin)
 	default:
@@ -99,8 +99,8 @@ func applyIdentity(pod *v1.Pod, source, origin, nodeName string) field.ErrorList
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[podconfig.ConfigHashAnnotation] = string(pod.UID)
-	pod.Annotations[podconfig.ConfigSourceAnnotation] = source
+	pod.Annotations[podspec.ConfigHashAnnotation] = string(pod.UID)
+	pod.Annotations[podspec.ConfigSourceAnnotation] = source
 
 	// A static pod stays on its node whatever NoExecute taint the node gets:
 	// there is nowhere else for it to go.

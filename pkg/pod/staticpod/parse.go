@@ -6,12 +6,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // Parse decodes, defaults, validates and names the pods of one manifest.
 //
-// source is podconfig.SourceFile or podconfig.SourceHTTP; origin is the
+// source is podspec.SourceFile or podspec.SourceHTTP; origin is the
 // file path or the URL the bytes came from; nodeName is this node's name.
 // All three enter the pods' identity (see StaticPodName and the UID rule in
 // identity.go).
@@ -22,7 +22,7 @@ import (
 // value ...`, `pod 0 ("web"): spec.containers[0].image: Required value:
 // ...`). An empty manifest returns ErrEmpty.
 func Parse(data []byte, source, origin, nodeName string) ([]*v1.Pod, error) {
-	if source != podconfig.SourceFile && source != podconfig.SourceHTTP {
+	if source != podspec.SourceFile && source != podspec.SourceHTTP {
 		return nil, fmt.Errorf("unknown static pod source %q", source)
 	}
 	if nodeName == "" {

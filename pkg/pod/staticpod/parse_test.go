@@ -8,7 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 const node = "Node-1"
@@ -55,7 +55,7 @@ items:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pods := mustParse(t, tt.manifest, podconfig.SourceFile, "/etc/manifests/x.yaml")
+			pods := mustParse(t, tt.manifest, podspec.SourceFile, "/etc/manifests/x.yaml")
 			var got []string
 			for _, p := range pods {
 				got = append(got, p.Name)
@@ -95,7 +95,7 @@ spec:
   - name: host
     hostPath: {path: /tmp}
 `
-	pod := mustParse(t, manifest, podconfig.SourceFile, "/m/web.yaml")[0]
+	pod := mustParse(t, manifest, podspec.SourceFile, "/m/web.yaml")[0]
 	s := pod.Spec
 	checks := []struct {
 		field string
@@ -143,14 +143,14 @@ spec:
   hostNetwork: true
   containers:
   - {name: c, image: "busybox:1", ports: [{containerPort: 9000}]}
-`, podconfig.SourceFile, "/m/hn.yaml")[0]
+`, podspec.SourceFile, "/m/hn.yaml")[0]
 	if got := pod.Spec.Containers[0].Ports[0].HostPort; got != 9000 {
 		t.Fatalf("hostPort = %d, want 9000", got)
 	}
 }
 
 func TestParseIdentity(t *testing.T) {
-	pod := mustParse(t, minimal, podconfig.SourceFile, "/etc/manifests/web.yaml")[0]
+	pod := mustParse(t, minimal, podspec.SourceFile, "/etc/manifests/web.yaml")[0]
 	if pod.Name != "web-node-1" {
 		t.Errorf("name = %q, want web-node-1 (node name lowercased)", pod.Name)
 	}
@@ -160,10 +160,10 @@ func TestParseIdentity(t *testing.T) {
 	if len(pod.UID) != 32 {
 		t.Errorf("uid %q: want 32 hex characters", pod.UID)
 	}
-	if got := pod.Annotations[podconfig.ConfigHashAnnotation]; got != string(pod.UID) {
+	if got := pod.Annotations[podspec.ConfigHashAnnotation]; got != string(pod.UID) {
 		t.Errorf("config.hash = %q, want the UID %q", got, pod.UID)
 	}
-	if got := pod.Annotations[podconfig.ConfigSourceAnnotation]; got != "file" {
+	if got := pod.Annotations[podspec.ConfigSourceAnnotation]; got != "file" {
 		t.Errorf("config.source = %q, want file", got)
 	}
 	found := false
@@ -179,17 +179,17 @@ func TestParseIdentity(t *testing.T) {
 		t.Errorf("priority = %d, want unset without a priority class", *pod.Spec.Priority)
 	}
 
-	httpPod := mustParse(t, minimal, podconfig.SourceHTTP, "http://example.com/pods")[0]
-	if got := httpPod.Annotations[podconfig.ConfigSourceAnnotation]; got != "http" {
+	httpPod := mustParse(t, minimal, podspec.SourceHTTP, "http://example.com/pods")[0]
+	if got := httpPod.Annotations[podspec.ConfigSourceAnnotation]; got != "http" {
 		t.Errorf("config.source = %q, want http", got)
 	}
 }
 
 func TestParseKeepsManifestUID(t *testing.T) {
 	m := strings.Replace(minimal, "name: web", "name: web\n  uid: fixed-uid", 1)
-	pod := mustParse(t, m, podconfig.SourceFile, "/m/web.yaml")[0]
-	if pod.UID != "fixed-uid" || pod.Annotations[podconfig.ConfigHashAnnotation] != "fixed-uid" {
-		t.Fatalf("uid = %q, hash = %q; want both fixed-uid", pod.UID, pod.Annotations[podconfig.ConfigHashAnnotation])
+	pod := mustParse(t, m, podspec.SourceFile, "/m/web.yaml")[0]
+	if pod.UID != "fixed-uid" || pod.Annotations[podspec.ConfigHashAnnotation] != "fixed-uid" {
+		t.Fatalf("uid = %q, hash = %q; want both fixed-uid", pod.UID, pod.Annotations[podspec.ConfigHashAnnotation])
 	}
 }
 
@@ -302,7 +302,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pods, err := Parse([]byte(tt.manifest), podconfig.SourceFile, "/m/p.yaml", node)
+			pods, err := Parse([]byte(tt.manifest), podspec.SourceFile, "/m/p.yaml", node)
 			if err == nil {
 				t.Fatalf("no error; pods %v", pods)
 			}

@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -115,15 +116,6 @@ func BackoffKey(pod *v1.Pod, c *v1.Container) string {
 	return fmt.Sprintf("%s_%s_%s_%s_%x", pod.Name, pod.Namespace, pod.UID, c.Name, HashContainer(c))
 }
 
-// FormatPod is the pod as upstream names it in messages: name_namespace(uid).
-func FormatPod(pod *v1.Pod) string {
-	return fmt.Sprintf("%s_%s(%s)", pod.Name, pod.Namespace, pod.UID)
-}
-
-func isSidecar(c *v1.Container) bool {
-	return c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
-}
-
 // ComputePodActions decides what SyncPod does next for pod given the
 // runtime's view of it. It is pure: no I/O, time comes in as now, back-off
 // state and probe results (liveness, may be nil) are only read.
@@ -150,7 +142,7 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 		a.Attempt = attempt
 		// Never restart a pod whose sandbox died after containers ran under
 		// restartPolicy Never: kill what remains, start nothing.
-		if pod.Spec.RestartPolicy == v1.RestartPolicyNever && len(status.Sandboxes) > 0 && len(status.Containers) > 0 {
+		if podspec.RestartPolicy(pod) == v1.RestartPolicyNever && len(status.Sandboxes) > 0 && len(status.Containers) > 0 {
 			a.KillPod = len(status.Running()) > 0 || status.ReadySandbox() != nil
 			return a
 		}
@@ -165,7 +157,7 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 		}
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
-			if pod.Spec.RestartPolicy == v1.RestartPolicyOnFailure && succeeded(status.Latest(c.Name)) {
+			if podspec.RestartPolicy(pod) == v1.RestartPolicyOnFailure && succeeded(status.Latest(c.Name)) {
 				continue
 			}
 			a.ContainersToStart = append(a.ContainersToStart, ContainerToStart{Name: c.Name, Index: i, RestartCount: nextRestartCount(status, c.Name)})
@@ -225,7 +217,7 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 				continue
 			}
 			if k, ok := probeKill(pod, c, latest, liveness); ok {
-				if pod.Spec.RestartPolicy == v1.RestartPolicyNever {
+				if podspec.RestartPolicy(pod) == v1.RestartPolicyNever {
 					// Stopped for good; the next round sees it exited and
 					// winds the pod down. Counted as kept so this round
 					// kills it with the probe's message and grace period
@@ -242,7 +234,7 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 			keep++
 			continue
 		case container.StateExited:
-			if !shouldRestart(pod.Spec.RestartPolicy, latest) {
+			if !podspec.RestartsAfterExit(pod, c, false, latest.ExitCode) {
 				continue
 			}
 		default: // created but never started, or unknown: replace it.
@@ -282,7 +274,7 @@ func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandb
 		c := &pod.Spec.InitContainers[i]
 		s := latestInSandbox(status, c.Name, sandboxID)
 		start := ContainerToStart{Name: c.Name, Init: true, Index: i, RestartCount: nextRestartCount(status, c.Name)}
-		sidecar := isSidecar(c)
+		sidecar := podspec.IsSidecar(c)
 		if !sidecar && appStarted {
 			continue
 		}
@@ -313,10 +305,11 @@ func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandb
 				continue
 			}
 			return false // wait for the regular init container to finish
-		case s.State == container.StateExited && !sidecar && s.ExitCode == 0:
-			continue
-		case s.State == container.StateExited && !sidecar && pod.Spec.RestartPolicy == v1.RestartPolicyNever:
-			a.InitFailed = true
+		case s.State == container.StateExited && !podspec.RestartsAfterExit(pod, c, true, s.ExitCode):
+			if s.ExitCode == 0 {
+				continue // completed
+			}
+			a.InitFailed = true // failed under restartPolicy Never
 			return false
 		}
 		// Failed regular init container, exited sidecar, or an instance in a
@@ -378,24 +371,13 @@ func deferRestart(pod *v1.Pod, c *v1.Container, latest *container.Status, bo Bac
 	if bo != nil {
 		if in, delay := bo.InBackoffAt(key, failedAt, now); in {
 			return Deferred{Name: c.Name, Reason: ReasonCrashLoopBackOff,
-				Message:    fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, FormatPod(pod)),
+				Message:    fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, podspec.Format(pod)),
 				RetryAfter: delay - now.Sub(failedAt)}, true
 		}
 	}
 	start.BackoffKey = key
 	start.FailedAt = failedAt
 	return Deferred{}, false
-}
-
-func shouldRestart(policy v1.RestartPolicy, s *container.Status) bool {
-	switch policy {
-	case v1.RestartPolicyNever:
-		return false
-	case v1.RestartPolicyOnFailure:
-		return s.ExitCode != 0
-	default:
-		return true
-	}
 }
 
 func succeeded(s *container.Status) bool {
@@ -461,16 +443,8 @@ func sandboxChanged(pod *v1.Pod, status *container.PodStatus) (bool, uint32, str
 	return false, newest.Attempt, newest.ID
 }
 
+// findContainer returns the container of the pod with that name, or nil.
 func findContainer(pod *v1.Pod, name string) *v1.Container {
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == name {
-			return &pod.Spec.InitContainers[i]
-		}
-	}
-	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
-			return &pod.Spec.Containers[i]
-		}
-	}
-	return nil
+	c, _, _ := podspec.FindContainer(pod, name)
+	return c
 }

@@ -8,8 +8,9 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // Numbers of the upstream resource mapping (users see them in cgroups).
@@ -24,55 +25,12 @@ const (
 	besteffortOOMScoreAdj = 1000
 )
 
-// QOSClass returns the pod's QoS class: the one the API server recorded, or
-// computed from requests and limits the same way.
-func QOSClass(pod *v1.Pod) v1.PodQOSClass {
-	if pod.Status.QOSClass != "" {
-		return pod.Status.QOSClass
-	}
-	var ctrs []v1.Container
-	ctrs = append(ctrs, pod.Spec.InitContainers...)
-	ctrs = append(ctrs, pod.Spec.Containers...)
-	anySet := false
-	guaranteed := true
-	for _, c := range ctrs {
-		for _, r := range []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory} {
-			req, hasReq := nonZero(c.Resources.Requests, r)
-			lim, hasLim := nonZero(c.Resources.Limits, r)
-			if hasReq || hasLim {
-				anySet = true
-			}
-			if !hasLim {
-				guaranteed = false
-			} else if hasReq && req.Cmp(lim) != 0 {
-				guaranteed = false
-			}
-		}
-	}
-	switch {
-	case !anySet:
-		return v1.PodQOSBestEffort
-	case guaranteed:
-		return v1.PodQOSGuaranteed
-	default:
-		return v1.PodQOSBurstable
-	}
-}
-
-func nonZero(l v1.ResourceList, name v1.ResourceName) (resource.Quantity, bool) {
-	q, ok := l[name]
-	if !ok || q.IsZero() {
-		return q, false
-	}
-	return q, true
-}
-
 // CgroupParent returns the pod's cgroup parent for the CRI:
 // <root>/kubepods[/burstable|/besteffort]/pod<uid> with the cgroupfs driver,
 // the expanded systemd slice path with the systemd driver.
 func CgroupParent(pod *v1.Pod, driver, root string) string {
 	parts := []string{"kubepods"}
-	switch QOSClass(pod) {
+	switch podspec.QOSClass(pod) {
 	case v1.PodQOSBurstable:
 		parts = append(parts, "burstable")
 	case v1.PodQOSBestEffort:
@@ -130,7 +88,7 @@ func milliCPUToQuota(milli, period int64) int64 {
 // 1000 - 1000*memoryRequest/machineMemory, kept within [3, 999]. The
 // runtime may clamp it (containerd's restrict_oom_score_adj).
 func OOMScoreAdj(pod *v1.Pod, c *v1.Container, memCapacity int64) int64 {
-	switch QOSClass(pod) {
+	switch podspec.QOSClass(pod) {
 	case v1.PodQOSGuaranteed:
 		return guaranteedOOMScoreAdj
 	case v1.PodQOSBestEffort:

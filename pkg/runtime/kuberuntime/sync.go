@@ -9,6 +9,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
 )
@@ -70,7 +71,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 			action = container.ActionStartInit
 		}
 		if c := findContainer(pod, d.Name); c != nil {
-			m.opts.Recorder.Event(images.ContainerRef(pod, c), v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container "+d.Name+" in pod "+FormatPod(pod))
+			m.opts.Recorder.Event(images.ContainerRef(pod, c), v1.EventTypeWarning, EventBackOff, "Back-off restarting failed container "+d.Name+" in pod "+podspec.Format(pod))
 		}
 		add(container.StepResult{Action: action, Container: d.Name, Err: errors.New(d.Message), Reason: d.Reason, Message: d.Message, RetryAfter: d.RetryAfter})
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // Source sends the pods bound to one node. Create it with New and start
@@ -31,7 +32,7 @@ type Source struct {
 }
 
 // New returns a source for nodeName's pods that sends on updates (usually
-// merger.Channel(podconfig.SourceAPI)).
+// merger.Channel(podspec.SourceAPI)).
 func New(client kubernetes.Interface, nodeName string, updates chan<- podconfig.PodUpdate) *Source {
 	s := &Source{
 		client:   client,
@@ -113,7 +114,7 @@ func (s *Source) Run(ctx context.Context) error {
 		}
 		pods := s.snapshot()
 		select {
-		case s.updates <- podconfig.PodUpdate{Op: podconfig.SET, Source: podconfig.SourceAPI, Pods: pods}:
+		case s.updates <- podconfig.PodUpdate{Op: podconfig.SET, Source: podspec.SourceAPI, Pods: pods}:
 			logger.V(4).Info("Sent pods", "count", len(pods))
 		case <-ctx.Done():
 			return nil

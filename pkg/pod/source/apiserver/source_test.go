@@ -19,6 +19,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 const node = "n1"
@@ -61,7 +62,7 @@ func recv(t *testing.T, ch <-chan podconfig.PodUpdate) podconfig.PodUpdate {
 	t.Helper()
 	select {
 	case u := <-ch:
-		if u.Op != podconfig.SET || u.Source != podconfig.SourceAPI {
+		if u.Op != podconfig.SET || u.Source != podspec.SourceAPI {
 			t.Fatalf("got %v from %q, want SET from api", u.Op, u.Source)
 		}
 		return u

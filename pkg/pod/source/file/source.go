@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/staticpod"
 )
 
@@ -173,7 +174,7 @@ func (s *Source) scanAndSend(ctx context.Context) bool {
 		return true
 	}
 	select {
-	case s.updates <- podconfig.PodUpdate{Op: podconfig.SET, Source: podconfig.SourceFile, Pods: pods}:
+	case s.updates <- podconfig.PodUpdate{Op: podconfig.SET, Source: podspec.SourceFile, Pods: pods}:
 		klog.FromContext(ctx).V(2).Info("Sent static pods", "count", len(pods))
 		s.lastSent = pods
 		s.sent = true
@@ -270,7 +271,7 @@ func (s *Source) read(logger klog.Logger, path string) *fileState {
 	if st != nil && st.err != nil && st.data != nil && string(st.data) == string(data) {
 		return st // same invalid content: already reported
 	}
-	pods, err := staticpod.Parse(data, podconfig.SourceFile, path, s.cfg.NodeName)
+	pods, err := staticpod.Parse(data, podspec.SourceFile, path, s.cfg.NodeName)
 	if st == nil {
 		st = &fileState{}
 		s.files[path] = st

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 func manifest(name, image string) string {
@@ -57,7 +58,7 @@ func (h *harness) recv() podconfig.PodUpdate {
 	h.t.Helper()
 	select {
 	case u := <-h.updates:
-		if u.Op != podconfig.SET || u.Source != podconfig.SourceFile {
+		if u.Op != podconfig.SET || u.Source != podspec.SourceFile {
 			h.t.Fatalf("update %s from %q, want SET from file", u.Op, u.Source)
 		}
 		return u
@@ -155,7 +156,7 @@ func TestEditChangesUID(t *testing.T) {
 	if first.Pods[0].UID == second.Pods[0].UID {
 		t.Fatalf("edited manifest kept UID %s", first.Pods[0].UID)
 	}
-	if second.Pods[0].Annotations[podconfig.ConfigSourceAnnotation] != "file" {
+	if second.Pods[0].Annotations[podspec.ConfigSourceAnnotation] != "file" {
 		t.Fatalf("annotations %v", second.Pods[0].Annotations)
 	}
 }

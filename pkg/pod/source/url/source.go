@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/staticpod"
 )
 
@@ -106,7 +107,7 @@ func (s *Source) poll(ctx context.Context) bool {
 	}
 	var pods []*v1.Pod
 	if len(bytes.TrimSpace(body)) > 0 {
-		pods, err = staticpod.Parse(body, podconfig.SourceHTTP, s.cfg.URL, s.cfg.NodeName)
+		pods, err = staticpod.Parse(body, podspec.SourceHTTP, s.cfg.URL, s.cfg.NodeName)
 		if errors.Is(err, staticpod.ErrEmpty) {
 			err = nil
 		}
@@ -119,7 +120,7 @@ func (s *Source) poll(ctx context.Context) bool {
 		pods = []*v1.Pod{}
 	}
 	select {
-	case s.updates <- podconfig.PodUpdate{Op: podconfig.SET, Source: podconfig.SourceHTTP, Pods: pods}:
+	case s.updates <- podconfig.PodUpdate{Op: podconfig.SET, Source: podspec.SourceHTTP, Pods: pods}:
 	case <-ctx.Done():
 		return false
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 func manifest(name, image string) string {
@@ -84,7 +85,7 @@ func (h *harness) next() (string, podconfig.PodUpdate) {
 	h.t.Helper()
 	select {
 	case u := <-h.updates:
-		if u.Op != podconfig.SET || u.Source != podconfig.SourceHTTP {
+		if u.Op != podconfig.SET || u.Source != podspec.SourceHTTP {
 			h.t.Fatalf("update %s from %q, want SET from http", u.Op, u.Source)
 		}
 		var names []string
@@ -124,7 +125,7 @@ func TestPollSendsOnChangeOnly(t *testing.T) {
 		t.Fatalf("got %q", names)
 	}
 	p := u.Pods[0]
-	if p.Annotations[podconfig.ConfigSourceAnnotation] != "http" || p.Annotations[podconfig.ConfigHashAnnotation] != string(p.UID) {
+	if p.Annotations[podspec.ConfigSourceAnnotation] != "http" || p.Annotations[podspec.ConfigHashAnnotation] != string(p.UID) {
 		t.Fatalf("annotations %v", p.Annotations)
 	}
 	srv.mu.Lock()

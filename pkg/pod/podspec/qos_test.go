@@ -1,4 +1,4 @@
-package podstatus
+package podspec
 
 import (
 	"testing"
