@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -95,9 +94,10 @@ func (c *clusterParts) resolver(k *Kubelet) statuswriter.PodResolver {
 // connect builds the API clients and the node's cluster-side controllers.
 func (k *Kubelet) connect(ctx context.Context, b record.EventBroadcaster, m machineinfo.Info) (*clusterParts, error) {
 	s, cfg := k.settings, k.cfg
-	rc, err := clientcmd.BuildConfigFromFlags("", s.KubeconfigPath)
+	// TLS bootstrap and client certificate rotation (wire_server.go).
+	rc, err := k.clientConfig(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig %s: %w", s.KubeconfigPath, err)
+		return nil, err
 	}
 	rc.UserAgent = "kubelet/" + Version + " (" + s.NodeName + ")"
 	if cfg.ContentType != "" {

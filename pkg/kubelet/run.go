@@ -157,14 +157,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		}
 		goRun("healthz", func(ctx context.Context) { logServe(ctx, server.Serve(ctx, l, server.HealthzHandler(checks...))) })
 	}
-	if cfg.ReadOnlyPort > 0 {
-		l, err := server.Listen(hostPortAddr(cfg.Address, cfg.ReadOnlyPort))
-		if err != nil {
-			return fmt.Errorf("read-only endpoint: %w", err)
-		}
-		goRun("read-only-server", func(ctx context.Context) {
-			logServe(ctx, server.Serve(ctx, l, server.ReadOnlyHandler(k, checks...)))
-		})
+	// The read-only port and the kubelet API (wire_server.go).
+	if err := k.startServers(ctx, goRun, checks); err != nil {
+		return err
 	}
 
 	k.workers.Start(ctx)

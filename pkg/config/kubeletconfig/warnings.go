@@ -23,6 +23,10 @@ var ImplementedFields = []string{
 	"enableServer", "address", "port", "readOnlyPort",
 	"healthzPort", "healthzBindAddress",
 	"authentication", "authorization",
+	"tlsCertFile", "tlsPrivateKeyFile", "tlsCipherSuites", "tlsMinVersion",
+	"rotateCertificates", "serverTLSBootstrap",
+	"enableDebuggingHandlers", "enableSystemLogHandler", "enableProfilingHandler",
+	"enableContentionProfiling", "enableDebugFlagsHandler",
 	// API client and registration.
 	"kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst",
 	"registerNode", "registerWithTaints", "providerID",
