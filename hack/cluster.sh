@@ -22,12 +22,18 @@ APISERVER_READY_TIMEOUT=${APISERVER_READY_TIMEOUT:-180}
 # serves a self-signed certificate still works. A kubelet that serves
 # $PKI_DIR/kubelet-serving.crt (see kubelet-env) works either way.
 KUBELET_VERIFY_SERVING=${KUBELET_VERIFY_SERVING:-0}
+# Lifetime of the certificates the controller manager signs for CSRs (the
+# kubelets' client and serving certificates); empty means upstream's
+# default (a year). Tests of rotation use minutes.
+CLUSTER_SIGNING_DURATION=${CLUSTER_SIGNING_DURATION:-}
 
 ADMIN_KUBECONFIG=$CLUSTER_DIR/admin.kubeconfig
 NODE_KUBECONFIG=$CLUSTER_DIR/node.kubeconfig
 CM_KUBECONFIG=$CLUSTER_DIR/controller-manager.kubeconfig
 SCHED_KUBECONFIG=$CLUSTER_DIR/scheduler.kubeconfig
 KUBELET_ENV=$CLUSTER_DIR/kubelet-env
+BOOTSTRAP_KUBECONFIG=$CLUSTER_DIR/bootstrap.kubeconfig
+BOOTSTRAP_TOKEN_FILE=$CLUSTER_DIR/bootstrap-token
 
 # Components in start order; `down` walks it backwards.
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
@@ -57,8 +63,14 @@ start() {
   local name=$1 port=$2 pid
   shift 2
   if pid=$(running "$name"); then
-    log "$name already running (pid $pid)"
-    return 0
+    if [ "$(tr '\0' ' ' < "/proc/$pid/cmdline" | sed 's/ $//')" = "$*" ]; then
+      log "$name already running (pid $pid)"
+      return 0
+    fi
+    # Started with other flags (e.g. another CLUSTER_SIGNING_DURATION):
+    # restart it so the cluster is what this invocation asks for.
+    log "$name runs with other flags; restarting it"
+    stop "$name"
   fi
   if port_in_use "$port"; then
     die "$name: port $port is taken by another process ($(ss -Hltnp "sport = :$port" | awk '{print $NF}' | head -n1)); stop it or override the port (see docs/cluster.md)"
@@ -167,6 +179,7 @@ write_configs() {
   kubeconfig system:kube-controller-manager controller-manager | write_if_changed "$CM_KUBECONFIG"
   kubeconfig system:kube-scheduler scheduler | write_if_changed "$SCHED_KUBECONFIG"
   kubeconfig "system:node:$NODE_NAME" node | write_if_changed "$NODE_KUBECONFIG"
+  bootstrap_kubeconfig | write_if_changed "$BOOTSTRAP_KUBECONFIG"
   # The settings a kubelet needs to join; sourced by hack/node.sh.
   write_if_changed "$KUBELET_ENV" <<EOF
 # Written by hack/cluster.sh up; source it. Settings for a kubelet joining this cluster.
@@ -181,6 +194,108 @@ CLUSTER_CIDR=$CLUSTER_CIDR
 SERVICE_CIDR=$SERVICE_CIDR
 KUBELET_TLS_CERT_FILE=$PKI_DIR/kubelet-serving.crt
 KUBELET_TLS_KEY_FILE=$PKI_DIR/kubelet-serving.key
+BOOTSTRAP_KUBECONFIG=$BOOTSTRAP_KUBECONFIG
+EOF
+}
+
+# bootstrap_token prints the cluster's bootstrap token (<id>.<secret>),
+# generated once and kept in $BOOTSTRAP_TOKEN_FILE.
+bootstrap_token() {
+  if [ ! -s "$BOOTSTRAP_TOKEN_FILE" ]; then
+    local chars=abcdefghijklmnopqrstuvwxyz0123456789 id secret
+    id=$(tr -dc "$chars" < /dev/urandom | head -c 6)
+    secret=$(tr -dc "$chars" < /dev/urandom | head -c 16)
+    (umask 077 && echo "$id.$secret" > "$BOOTSTRAP_TOKEN_FILE")
+    log "generated a bootstrap token ($BOOTSTRAP_TOKEN_FILE)"
+  fi
+  cat "$BOOTSTRAP_TOKEN_FILE"
+}
+
+# bootstrap_kubeconfig: the kubeconfig a kubelet joins with through TLS
+# bootstrap (--bootstrap-kubeconfig): the CA and the bootstrap token.
+bootstrap_kubeconfig() {
+  cat <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: $CLUSTER_NAME
+  cluster:
+    server: $APISERVER_URL
+    certificate-authority-data: $(b64 "$PKI_DIR/ca.crt")
+users:
+- name: kubelet-bootstrap
+  user:
+    token: $(bootstrap_token)
+contexts:
+- name: kubelet-bootstrap@$CLUSTER_NAME
+  context:
+    cluster: $CLUSTER_NAME
+    user: kubelet-bootstrap
+current-context: kubelet-bootstrap@$CLUSTER_NAME
+EOF
+}
+
+# apply_bootstrap_objects: the bootstrap token's Secret, and the RBAC that
+# lets its holders (group system:bootstrappers) create node client CSRs
+# that the controller manager approves and lets nodes renew their own
+# client certificates (kubeadm's bindings). Idempotent.
+apply_bootstrap_objects() {
+  local token id secret
+  token=$(bootstrap_token)
+  id=${token%%.*}
+  secret=${token#*.}
+  kubectl --kubeconfig "$ADMIN_KUBECONFIG" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Secret
+metadata:
+  name: bootstrap-token-$id
+  namespace: kube-system
+type: bootstrap.kubernetes.io/token
+stringData:
+  description: "TLS bootstrap of the local cluster's kubelets (hack/cluster.sh)"
+  token-id: "$id"
+  token-secret: "$secret"
+  usage-bootstrap-authentication: "true"
+  auth-extra-groups: "system:bootstrappers:gokubelet"
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: gokubelet:kubelet-bootstrap
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:node-bootstrapper
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: Group
+  name: system:bootstrappers
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: gokubelet:node-autoapprove-bootstrap
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:certificates.k8s.io:certificatesigningrequests:nodeclient
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: Group
+  name: system:bootstrappers
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: gokubelet:node-autoapprove-certificate-rotation
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:certificates.k8s.io:certificatesigningrequests:selfnodeclient
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: Group
+  name: system:nodes
 EOF
 }
 
@@ -215,6 +330,7 @@ start_apiserver() {
     --tls-cert-file="$PKI_DIR/apiserver.crt" \
     --tls-private-key-file="$PKI_DIR/apiserver.key" \
     --authorization-mode=Node,RBAC \
+    --enable-bootstrap-token-auth=true \
     --enable-admission-plugins=NodeRestriction \
     --allow-privileged=true \
     --service-cluster-ip-range="$SERVICE_CIDR" \
@@ -230,6 +346,8 @@ start_apiserver() {
 }
 
 start_controller_manager() {
+  local extra=()
+  [ -z "$CLUSTER_SIGNING_DURATION" ] || extra+=(--cluster-signing-duration="$CLUSTER_SIGNING_DURATION")
   start kube-controller-manager "$CONTROLLER_MANAGER_PORT" "$BIN_DIR/kube-controller-manager" \
     --kubeconfig="$CM_KUBECONFIG" \
     --authentication-kubeconfig="$CM_KUBECONFIG" \
@@ -248,7 +366,8 @@ start_controller_manager() {
     --cluster-cidr="$CLUSTER_CIDR" \
     --service-cluster-ip-range="$SERVICE_CIDR" \
     --leader-elect=true \
-    --profiling=false
+    --profiling=false \
+    "${extra[@]}"
 }
 
 start_scheduler() {
@@ -278,6 +397,7 @@ cmd_up() {
   write_configs
   start_etcd
   start_apiserver
+  apply_bootstrap_objects
   start_controller_manager
   start_scheduler
   wait_until "the default ServiceAccount" 90 kube-controller-manager default_sa_exists
