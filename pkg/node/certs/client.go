@@ -416,7 +416,10 @@ func (c *Client) Run(ctx context.Context) error {
 	log := klog.FromContext(ctx)
 	c.manager.Start()
 	defer c.manager.Stop()
-	last := c.manager.Current()
+	// The first certificate seen closes whatever was connected before
+	// (connections made without a certificate, or before a change that
+	// happened while starting).
+	var last *tls.Certificate
 	lastValid := time.Now()
 	t := time.NewTicker(c.checkPeriod)
 	defer t.Stop()
