@@ -231,6 +231,20 @@ func orgs(subject *pkix.Name, usages []certificatesv1.KeyUsage) [][]byte {
 	return out
 }
 
+// validPair reports whether the PEM pair parses and its certificate has
+// not expired.
+func validPair(certPEM, keyPEM []byte) bool {
+	if len(certPEM) == 0 || len(keyPEM) == 0 {
+		return false
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return false
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	return err == nil && time.Now().Before(leaf.NotAfter)
+}
+
 // kubeconfigUsable reports whether the kubeconfig exists and its client
 // certificates have not expired.
 func kubeconfigUsable(path string) (bool, string) {
@@ -326,7 +340,9 @@ func newRotatingClient(o ClientOptions) (*Client, error) {
 			seedKey = b
 		}
 	}
-	if len(seedCert) == 0 || len(seedKey) == 0 {
+	if !validPair(seedCert, seedKey) {
+		// An expired seed would be presented, and used to ask for its
+		// successor, in vain: start from the bootstrap credentials.
 		seedCert, seedKey = nil, nil
 	}
 	store, err := certificate.NewFileStore(ClientPairName, o.CertDir, o.CertDir, userCfg.CertFile, userCfg.KeyFile)

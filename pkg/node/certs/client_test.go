@@ -221,3 +221,36 @@ func TestCSRNameIsStable(t *testing.T) {
 		t.Errorf("names: %s %s %s %s", a, b, c, d)
 	}
 }
+
+func TestRotationAfterAnExpiredKubeconfigStartsFromTheBootstrap(t *testing.T) {
+	dir := t.TempDir()
+	iss := newIssuer(t)
+	// A bootstrapped kubeconfig whose certificate expired while the
+	// kubelet was down, and a bootstrap kubeconfig with a token.
+	_, c, k := iss.issue(t, "system:node:a", time.Now().Add(-time.Minute))
+	pemPath := filepath.Join(dir, "kubelet-client-current.pem")
+	if err := os.WriteFile(pemPath, append(c, k...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(dir, "kubeconfig")
+	if err := writeKubeconfig(&rest.Config{Host: "https://127.0.0.1:1", TLSClientConfig: rest.TLSClientConfig{CAData: iss.pem}}, kc, pemPath); err != nil {
+		t.Fatal(err)
+	}
+	boot := filepath.Join(dir, "bootstrap.kubeconfig")
+	if err := os.WriteFile(boot, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: abcdef.0123456789abcdef}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := newRotatingClient(ClientOptions{KubeconfigPath: kc, BootstrapKubeconfigPath: boot, CertDir: dir, NodeName: "a", Rotate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur := cl.Manager().Current(); cur != nil {
+		t.Errorf("the expired certificate is still presented (notAfter %v)", cur.Leaf.NotAfter)
+	}
+}
