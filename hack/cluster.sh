@@ -77,7 +77,7 @@ start() {
   fi
   log "starting $name (log: $CLUSTER_LOG_DIR/$name.log)"
   echo "=== $(date -u +%FT%TZ) starting: $*" >> "$CLUSTER_LOG_DIR/$name.log"
-  setsid "$@" >> "$CLUSTER_LOG_DIR/$name.log" 2>&1 < /dev/null &
+  (close_inherited_fds && exec setsid "$@" >> "$CLUSTER_LOG_DIR/$name.log" 2>&1 < /dev/null) &
   echo $! > "$(pidfile "$name")"
   sleep 0.2
   running "$name" >/dev/null || { tail -n 20 "$CLUSTER_LOG_DIR/$name.log" >&2; die "$name exited at once"; }
