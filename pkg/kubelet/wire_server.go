@@ -238,6 +238,8 @@ type streamingRuntime interface {
 	ExecSync(ctx context.Context, containerID string, cmd []string, timeout time.Duration) ([]byte, []byte, error)
 }
 
+var _ streamingRuntime = (*kuberuntime.Manager)(nil)
+
 // kubeletContainers implements server.Containers on the runtime.
 type kubeletContainers struct{ k *Kubelet }
 
