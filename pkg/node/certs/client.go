@@ -388,7 +388,10 @@ func newRotatingClient(o ClientOptions) (*Client, error) {
 // rotatingConfig is cfg with a transport that presents the manager's
 // current certificate and dials through the connection tracker.
 func (c *Client) rotatingConfig(cfg *rest.Config) (*rest.Config, error) {
-	tlsCfg, err := rest.TLSConfigFor(cfg)
+	// Without the credentials: the certificate files may not exist yet
+	// (bootstrap), and the manager supplies the certificate anyway.
+	out := rest.AnonymousClientConfig(cfg)
+	tlsCfg, err := rest.TLSConfigFor(out)
 	if err != nil {
 		return nil, fmt.Errorf("TLS for the API client: %w", err)
 	}
@@ -404,7 +407,6 @@ func (c *Client) rotatingConfig(cfg *rest.Config) (*rest.Config, error) {
 		// No certificate yet: connect without one (requests get 401).
 		return &tls.Certificate{}, nil
 	}
-	out := rest.AnonymousClientConfig(cfg)
 	out.Transport = utilnet.SetTransportDefaults(&http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		TLSHandshakeTimeout: 10 * time.Second,

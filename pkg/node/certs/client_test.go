@@ -102,7 +102,10 @@ func TestRotationSwitchesConnectionsToTheNewCertificate(t *testing.T) {
 
 	m := &fakeManager{}
 	c := &Client{manager: m, dialer: connrotation.NewDialer((&net.Dialer{}).DialContext), checkPeriod: 10 * time.Millisecond, exitAfter: time.Hour}
-	cfg, err := c.rotatingConfig(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	// The kubeconfig names the store's file, which a bootstrap has not
+	// written yet.
+	missing := filepath.Join(t.TempDir(), "kubelet-client-current.pem")
+	cfg, err := c.rotatingConfig(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true, CertFile: missing, KeyFile: missing}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,5 +255,34 @@ current-context: x
 	}
 	if cur := cl.Manager().Current(); cur != nil {
 		t.Errorf("the expired certificate is still presented (notAfter %v)", cur.Leaf.NotAfter)
+	}
+}
+
+func TestRotatingBootstrapWritesTheKubeconfigBeforeAnyCertificate(t *testing.T) {
+	dir := t.TempDir()
+	boot := filepath.Join(dir, "bootstrap.kubeconfig")
+	if err := os.WriteFile(boot, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: abcdef.0123456789abcdef}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kc := filepath.Join(dir, "sub", "kubeconfig")
+	cl, err := newRotatingClient(ClientOptions{KubeconfigPath: kc, BootstrapKubeconfigPath: boot, CertDir: filepath.Join(dir, "pki"), NodeName: "a", Rotate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Manager().Current() != nil || cl.Config.BearerToken != "" || cl.Config.Transport == nil {
+		t.Errorf("client before the first certificate: %+v", cl.Config)
+	}
+	cfg, err := clientcmd.LoadFromFile(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]; a.ClientCertificate != filepath.Join(dir, "pki", "kubelet-client-current.pem") {
+		t.Errorf("kubeconfig credentials: %+v", a)
 	}
 }
