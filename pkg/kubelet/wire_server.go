@@ -11,6 +11,7 @@ package kubelet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -265,16 +266,24 @@ func (c kubeletContainers) ContainerLogs(ctx context.Context, pod *v1.Pod, name 
 	if err != nil {
 		return nil, err
 	}
+	// These answers are 400s with upstream's words: the API server passes
+	// them on to `kubectl logs`.
 	st, err := rt.FindContainer(ctx, pod.UID, pod.Name, pod.Namespace, name, opts.Previous)
 	if err != nil {
-		return nil, server.NotFound(err)
+		if !errors.Is(err, kuberuntime.ErrContainerNotFound) {
+			return nil, err
+		}
+		if opts.Previous {
+			return nil, fmt.Errorf("previous terminated container %q in pod %q not found", name, pod.Name)
+		}
+		return nil, fmt.Errorf("container %q in pod %q is waiting to start", name, pod.Name)
 	}
 	path, err := rt.ContainerLogPath(ctx, st.ID, pod.Namespace, pod.Name, pod.UID)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := os.Stat(path); err != nil {
-		return nil, server.NotFound(fmt.Errorf("log of container %q of pod %s: %w", name, podspec.FullName(pod), err))
+		return nil, fmt.Errorf("log of container %q in pod %q is not available: %w", name, pod.Name, err)
 	}
 	o := logs.NewOptions(opts, time.Now())
 	return func(ctx context.Context, stdout, stderr io.Writer) error {

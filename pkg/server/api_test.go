@@ -570,9 +570,13 @@ func TestContainerLogsEndpoint(t *testing.T) {
 			t.Errorf("%s: %d %q, want %d", path, code, body, want)
 		}
 	}
-	fc.logErr = NotFound(errors.New("previous terminated container \"main\" not found"))
-	if code, body := do(t, h, "GET", "/containerLogs/ns/web/main?previous=true"); code != 404 || !strings.Contains(body, "previous terminated container") {
+	fc.logErr = errors.New("previous terminated container \"main\" in pod \"web\" not found")
+	if code, body := do(t, h, "GET", "/containerLogs/ns/web/main?previous=true"); code != 400 || !strings.Contains(body, "previous terminated container") {
 		t.Errorf("no previous: %d %q", code, body)
+	}
+	fc.logErr = NotFound(errors.New("gone"))
+	if code, _ := do(t, h, "GET", "/containerLogs/ns/web/main"); code != 404 {
+		t.Errorf("an error marked NotFound: %d", code)
 	}
 	fc.logErr = errors.New("runtime down")
 	if code, _ := do(t, h, "GET", "/containerLogs/ns/web/main"); code != 400 {

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -169,15 +170,24 @@ func TestKubeletAPIAuthnAndAuthz(t *testing.T) {
 // readPEMCert parses the first certificate of a PEM file.
 func readPEMCert(t *testing.T, path string) *x509.Certificate {
 	t.Helper()
-	pair, err := tls.LoadX509KeyPair(path, path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
+	for {
+		var block *pem.Block
+		block, b = pem.Decode(b)
+		if block == nil {
+			t.Fatalf("%s holds no certificate", path)
+		}
+		if block.Type == "CERTIFICATE" {
+			c, err := x509.ParseCertificate(block.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
 	}
-	return c
 }
 
 func TestNodeJoinedThroughTLSBootstrap(t *testing.T) {

@@ -100,8 +100,8 @@ func TestKubeletAPIAgainstTheRuntime(t *testing.T) {
 	if code, body := n.api(t, "GET", base+"?limitBytes=6"); code != 200 || len(body) != 6 || !strings.HasPrefix(whole, body) {
 		t.Errorf("limitBytes: %d %q (log starts %q)", code, body, whole[:min(len(whole), 12)])
 	}
-	if code, _ := n.api(t, "GET", base+"?previous=true"); code != 404 {
-		t.Errorf("previous of a container that never restarted: %d", code)
+	if code, body := n.api(t, "GET", base+"?previous=true"); code != 400 || !strings.Contains(body, "previous terminated container") {
+		t.Errorf("previous of a container that never restarted: %d %q", code, body)
 	}
 
 	// Follow: new lines arrive on the open response.
