@@ -224,15 +224,16 @@ func TestAddresses(t *testing.T) {
 }
 
 func TestNewNodeUnschedulableAddsTaint(t *testing.T) {
-	n := NewNode(&Config{NodeName: "n", Unschedulable: true, Taints: []v1.Taint{{Key: "a", Value: "b", Effect: v1.TaintEffectNoExecute}}}, machineinfo.Info{})
+	n := NewNode(&Config{NodeName: "n", Unschedulable: true, Taints: []v1.Taint{{Key: "a", Value: "b", Effect: v1.TaintEffectNoExecute}}}, Facts{})
 	if !n.Spec.Unschedulable || len(n.Spec.Taints) != 2 || n.Spec.Taints[1].Key != v1.TaintNodeUnschedulable {
 		t.Fatalf("spec = %+v", n.Spec)
 	}
 }
 
 func TestReconcileExisting(t *testing.T) {
-	desired := NewNode(&Config{NodeName: "n", Hostname: "new-host", ControllerAttachDetach: true,
-		NodeLabels: map[string]string{"example.com/x": "y"}}, machineinfo.Info{OperatingSystem: "linux", Architecture: "amd64"})
+	cfg := &Config{NodeName: "n", Hostname: "new-host", ControllerAttachDetach: true,
+		NodeLabels: map[string]string{"example.com/x": "y"}}
+	desired := NewNode(cfg, HostFacts(cfg, machineinfo.Info{OperatingSystem: "linux", Architecture: "amd64"}))
 	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{
 		v1.LabelHostname: "old-host", v1.LabelOSStable: "linux", "team": "blue"}},
 		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: "admin", Effect: v1.TaintEffectNoSchedule}}}}
