@@ -148,6 +148,14 @@ func (m *Manager) Updates() <-chan types.UID {
 	return m.updates
 }
 
+// Start runs until ctx ends, then stops every worker (see Stop). Workers
+// themselves start with the pods they probe (UpdatePod).
+func (m *Manager) Start(ctx context.Context) error {
+	<-ctx.Done()
+	m.Stop()
+	return nil
+}
+
 // Stop ends every worker and the update pump, and waits for them.
 func (m *Manager) Stop() {
 	if m == nil {

@@ -92,6 +92,8 @@ type PodActions struct {
 	CreateSandbox bool
 	SandboxID     string
 	Attempt       uint32
+	// SandboxReason says why a new sandbox is needed (for the log).
+	SandboxReason string
 	// InitFailed is true when an init container failed and the restart
 	// policy is Never: the pod has failed and nothing more will run.
 	InitFailed bool
@@ -137,9 +139,9 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 		return a
 	}
 
-	create, attempt, sandboxID := sandboxChanged(pod, status)
+	create, attempt, sandboxID, why := sandboxChanged(pod, status)
 	if create {
-		a.Attempt = attempt
+		a.Attempt, a.SandboxReason = attempt, why
 		// Never restart a pod whose sandbox died after containers ran under
 		// restartPolicy Never: kill what remains, start nothing.
 		if podspec.RestartPolicy(pod) == v1.RestartPolicyNever && len(status.Sandboxes) > 0 && len(status.Containers) > 0 {
@@ -416,10 +418,10 @@ func readySandboxes(status *container.PodStatus) []container.SandboxStatus {
 }
 
 // sandboxChanged reports whether the pod needs a new sandbox, the attempt
-// number it gets, and otherwise the ID of the sandbox to use.
-func sandboxChanged(pod *v1.Pod, status *container.PodStatus) (bool, uint32, string) {
+// number it gets and why, and otherwise the ID of the sandbox to use.
+func sandboxChanged(pod *v1.Pod, status *container.PodStatus) (bool, uint32, string, string) {
 	if len(status.Sandboxes) == 0 {
-		return true, 0, ""
+		return true, 0, "", "no sandbox yet"
 	}
 	newest := status.Sandboxes[0]
 	for _, s := range status.Sandboxes[1:] {
@@ -428,19 +430,19 @@ func sandboxChanged(pod *v1.Pod, status *container.PodStatus) (bool, uint32, str
 		}
 	}
 	next := newest.Attempt + 1
-	if len(readySandboxes(status)) > 1 {
-		return true, next, ""
+	if n := len(readySandboxes(status)); n > 1 {
+		return true, next, "", fmt.Sprintf("%d ready sandboxes", n)
 	}
 	if newest.State != container.SandboxReady {
-		return true, next, ""
+		return true, next, "", fmt.Sprintf("the newest sandbox %s is %s", newest.ID, newest.State)
 	}
 	if newest.HostNetwork != pod.Spec.HostNetwork {
-		return true, next, ""
+		return true, next, "", "hostNetwork changed"
 	}
 	if !pod.Spec.HostNetwork && len(newest.IPs) == 0 {
-		return true, next, ""
+		return true, next, "", fmt.Sprintf("the sandbox %s has no IP", newest.ID)
 	}
-	return false, newest.Attempt, newest.ID
+	return false, newest.Attempt, newest.ID, ""
 }
 
 // findContainer returns the container of the pod with that name, or nil.

@@ -7,12 +7,11 @@ import (
 	"sort"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/errdefs"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -30,8 +29,9 @@ type cachedSandbox struct {
 	status container.SandboxStatus
 }
 
+// isNotFound reports whether a CRI call failed because the object is gone.
 func isNotFound(err error) bool {
-	return status.Code(err) == codes.NotFound
+	return errdefs.IsNotFound(errdefs.FromGRPC(err))
 }
 
 // GetPodStatus implements container.Runtime.

@@ -29,6 +29,9 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	var res container.SyncResult
 	add := func(s container.StepResult) { res.Steps = append(res.Steps, s) }
 
+	if a.CreateSandbox && len(status.Sandboxes) > 0 {
+		logger.Info("Re-creating the pod sandbox", "reason", a.SandboxReason, "attempt", a.Attempt)
+	}
 	if a.KillPod {
 		if a.CreateSandbox && len(status.Sandboxes) > 0 {
 			m.opts.Recorder.Event(images.ContainerRef(pod, nil), v1.EventTypeNormal, EventSandboxChanged, "Pod sandbox changed, it will be killed and re-created.")

@@ -1,4 +1,4 @@
-package kubelet
+package cri
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
@@ -19,45 +20,45 @@ import (
 // after the next relist.
 
 // SyncPod runs one round of convergence for a pod that should run.
-func (k *Kubelet) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration, error) {
-	rs, err := k.inspect(ctx, pod.UID, pod.Name, pod.Namespace)
+func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration, error) {
+	rs, err := e.inspect(ctx, pod.UID, pod.Name, pod.Namespace)
 	if err != nil {
 		return false, 0, err
 	}
-	k.probes.UpdatePod(pod, rs)
-	st := k.computeStatus(pod, rs, podstatus.Options{})
-	if reason, msg, ok := k.activeDeadlineExceeded(pod, st); ok {
-		k.recorder.Event(pod, v1.EventTypeNormal, reason, msg)
-		st = k.computeStatus(pod, rs, podstatus.Options{FailReason: reason, FailMessage: msg})
+	e.probes.UpdatePod(pod, rs)
+	st := e.computeStatus(pod, rs, podstatus.Options{})
+	if reason, msg, ok := e.activeDeadlineExceeded(pod, st); ok {
+		e.core.Recorder().Event(pod, v1.EventTypeNormal, reason, msg)
+		st = e.computeStatus(pod, rs, podstatus.Options{FailReason: reason, FailMessage: msg})
 	}
-	k.status.SetPodStatus(pod, st)
+	e.core.Status().SetPodStatus(pod, st)
 	if podstatus.IsTerminal(st.Phase) {
-		k.probes.RemovePod(pod.UID)
+		e.probes.RemovePod(pod.UID)
 		return true, 0, nil
 	}
 
-	res := k.runtime.SyncPod(ctx, pod, rs)
+	res := e.runtime.SyncPod(ctx, pod, rs)
 	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
-	k.reasons.update(pod.UID, res.WaitingReasons())
+	e.reasons.update(pod.UID, res.WaitingReasons())
 	if res.Changed() {
-		if rs2, err := k.inspect(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
-			k.probes.UpdatePod(pod, rs2)
-			k.status.SetPodStatus(pod, k.computeStatus(pod, rs2, podstatus.Options{}))
+		if rs2, err := e.inspect(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+			e.probes.UpdatePod(pod, rs2)
+			e.core.Status().SetPodStatus(pod, e.computeStatus(pod, rs2, podstatus.Options{}))
 		}
 	}
 	if err := res.Error(); err != nil {
 		return false, res.RetryAfter(), err
 	}
-	return false, k.deadlineRetry(pod, res.RetryAfter()), nil
+	return false, e.deadlineRetry(pod, res.RetryAfter()), nil
 }
 
 // SyncTerminatingPod stops everything of the pod within its grace period.
-func (k *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, gracePeriod *int64, statusFn func(*v1.PodStatus)) error {
+func (e *Engine) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, gracePeriod *int64, statusFn func(*v1.PodStatus)) error {
 	uid, name, ns := identity(pod, running)
 	// Nothing of the pod will run again: no more probes (and no liveness
 	// kill racing the pod's own).
-	k.probes.RemovePod(uid)
-	rs, err := k.inspect(ctx, uid, name, ns)
+	e.probes.RemovePod(uid)
+	rs, err := e.inspect(ctx, uid, name, ns)
 	if err != nil {
 		return err
 	}
@@ -65,19 +66,19 @@ func (k *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *
 	if live.Name == "" && running != nil {
 		live.Name, live.Namespace = running.Name, running.Namespace
 	}
-	if err := k.runtime.KillPod(ctx, pod, live, gracePeriod); err != nil {
+	if err := e.runtime.KillPod(ctx, pod, live, gracePeriod); err != nil {
 		return fmt.Errorf("killing pod: %w", err)
 	}
-	rs, err = k.inspect(ctx, uid, name, ns)
+	rs, err = e.inspect(ctx, uid, name, ns)
 	if err != nil {
 		return err
 	}
 	if pod != nil {
-		st := k.computeStatus(pod, rs, podstatus.Options{Terminal: true})
+		st := e.computeStatus(pod, rs, podstatus.Options{Terminal: true})
 		if statusFn != nil {
 			statusFn(&st)
 		}
-		k.status.SetPodStatus(pod, st)
+		e.core.Status().SetPodStatus(pod, st)
 	}
 	if n := len(rs.Running()); n > 0 {
 		return fmt.Errorf("%d containers still running after kill", n)
@@ -91,52 +92,52 @@ func (k *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *
 // SyncTerminatedPod releases what a stopped pod still holds. A pod that
 // left its source loses its runtime objects too; a pod that merely
 // finished keeps its exited containers (for logs and status) until then.
-func (k *Kubelet) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.Pod, removed bool) error {
+func (e *Engine) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.Pod, removed bool) error {
 	if !removed {
 		return nil
 	}
-	if err := k.runtime.RemovePod(ctx, uid); err != nil {
+	if err := e.runtime.RemovePod(ctx, uid); err != nil {
 		return fmt.Errorf("removing pod from the runtime: %w", err)
 	}
-	k.pleg.Observe(&container.PodStatus{UID: uid})
-	k.reasons.remove(uid)
-	k.onPodRemoved(ctx, uid, pod)
+	e.pleg.Observe(&container.PodStatus{UID: uid})
+	e.reasons.remove(uid)
+	e.onPodRemoved(uid, pod)
 	return nil
 }
 
 // inspect reads a pod from the runtime and records it with the PLEG.
-func (k *Kubelet) inspect(ctx context.Context, uid types.UID, name, ns string) (*container.PodStatus, error) {
-	rs, err := k.runtime.GetPodStatus(ctx, uid, name, ns)
+func (e *Engine) inspect(ctx context.Context, uid types.UID, name, ns string) (*container.PodStatus, error) {
+	rs, err := e.runtime.GetPodStatus(ctx, uid, name, ns)
 	if err != nil {
 		return nil, fmt.Errorf("reading pod status from the runtime: %w", err)
 	}
-	k.pleg.Observe(rs)
+	e.pleg.Observe(rs)
 	return rs, nil
 }
 
 // computeStatus derives the pod's API status from the runtime's view.
-func (k *Kubelet) computeStatus(pod *v1.Pod, rs *container.PodStatus, opts podstatus.Options) v1.PodStatus {
+func (e *Engine) computeStatus(pod *v1.Pod, rs *container.PodStatus, opts podstatus.Options) v1.PodStatus {
 	var prev *v1.PodStatus
-	if old, ok := k.status.GetPodStatus(pod.UID); ok {
+	if old, ok := e.core.Status().GetPodStatus(pod.UID); ok {
 		prev = &old
 	}
-	opts.Now = k.clock.Now()
-	if opts.Probes == nil && k.probes != nil {
-		opts.Probes = k.probes.Result(pod.UID)
+	opts.Now = e.clock.Now()
+	if opts.Probes == nil && e.probes != nil {
+		opts.Probes = e.probes.Result(pod.UID)
 	}
-	opts.RuntimeType = k.runtime.Type()
-	opts.HostIPs = k.hostIPs
-	return podstatus.Compute(pod, rs, k.reasons.get(pod.UID), prev, opts)
+	opts.RuntimeType = e.runtime.Type()
+	opts.HostIPs = e.hostIPs
+	return podstatus.Compute(pod, rs, e.reasons.get(pod.UID), prev, opts)
 }
 
 // activeDeadlineExceeded reports whether the pod ran past
 // spec.activeDeadlineSeconds, counted from its start time.
-func (k *Kubelet) activeDeadlineExceeded(pod *v1.Pod, st v1.PodStatus) (string, string, bool) {
+func (e *Engine) activeDeadlineExceeded(pod *v1.Pod, st v1.PodStatus) (string, string, bool) {
 	if pod.Spec.ActiveDeadlineSeconds == nil || st.StartTime == nil || podstatus.IsTerminal(st.Phase) {
 		return "", "", false
 	}
 	d := time.Duration(*pod.Spec.ActiveDeadlineSeconds) * time.Second
-	if k.clock.Since(st.StartTime.Time) < d {
+	if e.clock.Since(st.StartTime.Time) < d {
 		return "", "", false
 	}
 	return "DeadlineExceeded", fmt.Sprintf("Pod was active on the node longer than the specified deadline"), true
@@ -144,15 +145,15 @@ func (k *Kubelet) activeDeadlineExceeded(pod *v1.Pod, st v1.PodStatus) (string, 
 
 // deadlineRetry shortens the next resync so an active deadline is noticed
 // when it passes.
-func (k *Kubelet) deadlineRetry(pod *v1.Pod, retry time.Duration) time.Duration {
+func (e *Engine) deadlineRetry(pod *v1.Pod, retry time.Duration) time.Duration {
 	if pod.Spec.ActiveDeadlineSeconds == nil {
 		return retry
 	}
-	st, ok := k.status.GetPodStatus(pod.UID)
+	st, ok := e.core.Status().GetPodStatus(pod.UID)
 	if !ok || st.StartTime == nil {
 		return retry
 	}
-	left := time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second - k.clock.Since(st.StartTime.Time)
+	left := time.Duration(*pod.Spec.ActiveDeadlineSeconds)*time.Second - e.clock.Since(st.StartTime.Time)
 	if left <= 0 {
 		left = time.Millisecond
 	}
@@ -167,4 +168,18 @@ func identity(pod *v1.Pod, running *container.RunningPod) (types.UID, string, st
 		return pod.UID, pod.Name, pod.Namespace
 	}
 	return running.UID, running.Name, running.Namespace
+}
+
+// onPodRemoved runs once a pod left its source (or was deleted) and nothing
+// of it remains in the runtime.
+func (e *Engine) onPodRemoved(uid types.UID, pod *v1.Pod) {
+	if pod != nil && podspec.IsStatic(pod) {
+		e.core.Status().RemovePod(uid)
+		e.core.TriggerMirrors()
+		return
+	}
+	// An API pod: its terminal status must reach the API server before the
+	// final delete, so the status entry stays until the pod leaves the
+	// source; ask for the delete check now.
+	e.core.Status().Sync(uid)
 }

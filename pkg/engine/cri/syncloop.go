@@ -1,7 +1,8 @@
-package kubelet
+package cri
 
 import (
 	"context"
+	"errors"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,39 +17,39 @@ import (
 // syncLoop is the kubelet's one select: pod config changes, runtime events
 // and housekeeping. It never does runtime work itself; it hands pods to
 // their workers, so one slow pod never holds up another.
-func (k *Kubelet) syncLoop(ctx context.Context) {
+func (e *Engine) syncLoop(ctx context.Context) error {
 	log := logger(ctx)
 	log.Info("Starting the sync loop")
-	housekeeping := k.clock.NewTicker(housekeepingPeriod)
+	housekeeping := e.clock.NewTicker(housekeepingPeriod)
 	defer housekeeping.Stop()
-	k.heartbeat()
+	e.heartbeat()
 	for {
 		select {
 		case <-ctx.Done():
-			log.Info("Sync loop stopped")
-			return
-		case u, ok := <-k.merger.Updates():
+			log.Info("Sync loop stopped; pods keep running")
+			return nil
+		case u, ok := <-e.updates:
 			if !ok {
-				return
+				return errors.New("the pod sources' update channel closed")
 			}
-			k.handlePodUpdate(ctx, u)
-		case e := <-k.pleg.Events():
-			k.handlePLEGEvent(ctx, e)
-		case uid := <-k.probes.Updates():
+			e.handlePodUpdate(ctx, u)
+		case ev := <-e.pleg.Events():
+			e.handlePLEGEvent(ctx, ev)
+		case uid := <-e.probes.Updates():
 			// A probe result changed: status (ready, started) and maybe a
 			// liveness kill.
-			if p, ok := k.pods.Get(uid); ok {
-				k.dispatch(ctx, p)
+			if p, ok := e.core.Pods().Get(uid); ok {
+				e.dispatch(ctx, p)
 			}
 		case <-housekeeping.C():
-			k.housekeeping(ctx)
+			e.housekeeping(ctx)
 		}
-		k.heartbeat()
+		e.heartbeat()
 	}
 }
 
 // handlePodUpdate applies one merged config change.
-func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
+func (e *Engine) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 	log := logger(ctx)
 	if len(u.Pods) > 0 {
 		log.V(2).Info("Pod config update", "op", u.Op.String(), "source", u.Source, "pods", podNames(u.Pods))
@@ -58,32 +59,32 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 		// DELETE is a graceful deletion: the pod stays desired until its
 		// source drops it, and dispatch stops it within its deletion grace
 		// period.
-		k.pods.AddOrUpdate(u.Pods...)
+		e.core.Pods().AddOrUpdate(u.Pods...)
 		// Admission sees pods in creation order, as upstream.
 		for _, p := range sortByCreation(u.Pods) {
 			if podspec.IsMirror(p) {
-				k.onMirrorPodChange(ctx, p)
+				e.core.OnMirrorPodChange(p)
 				continue
 			}
 			if u.Op == podconfig.RECONCILE {
 				continue
 			}
 			if podspec.IsStatic(p) {
-				k.triggerMirrors()
+				e.core.TriggerMirrors()
 			}
-			k.dispatch(ctx, p)
+			e.dispatch(ctx, p)
 		}
 	case podconfig.REMOVE:
-		k.pods.Remove(u.Pods...)
+		e.core.Pods().Remove(u.Pods...)
 		for _, p := range u.Pods {
 			if podspec.IsStatic(p) {
-				k.triggerMirrors()
+				e.core.TriggerMirrors()
 			}
 			if podspec.IsMirror(p) {
-				k.onMirrorPodChange(ctx, p)
+				e.core.OnMirrorPodChange(p)
 				continue
 			}
-			k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, Remove: true})
+			e.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, Remove: true})
 		}
 	}
 }
@@ -92,22 +93,22 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 // pod is being deleted. A deleted pod's runtime objects are removed once it
 // stopped, so the status manager can issue the final delete; the pod
 // itself stays desired until the API server drops it.
-func (k *Kubelet) dispatch(ctx context.Context, p *v1.Pod) {
+func (e *Engine) dispatch(ctx context.Context, p *v1.Pod) {
 	if p.DeletionTimestamp != nil {
-		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, GracePeriod: p.DeletionGracePeriodSeconds, Remove: true})
+		e.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, GracePeriod: p.DeletionGracePeriodSeconds, Remove: true})
 		return
 	}
-	if !k.admit(ctx, p) {
+	if !e.admit(ctx, p) {
 		return
 	}
-	k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateSync, Pod: p})
+	e.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateSync, Pod: p})
 }
 
 // handlePLEGEvent wakes the worker of the pod that changed. Changes to
 // pods the kubelet does not want are left to housekeeping.
-func (k *Kubelet) handlePLEGEvent(ctx context.Context, e pleg.Event) {
-	if p, ok := k.pods.Get(e.UID); ok {
-		k.dispatch(ctx, p)
+func (e *Engine) handlePLEGEvent(ctx context.Context, ev pleg.Event) {
+	if p, ok := e.core.Pods().Get(ev.UID); ok {
+		e.dispatch(ctx, p)
 	}
 }
 
@@ -116,50 +117,46 @@ func (k *Kubelet) handlePLEGEvent(ctx context.Context, e pleg.Event) {
 // of pods that left without a REMOVE. It waits until every source has
 // reported once, so a restarted kubelet never kills pods it simply has not
 // heard of yet.
-func (k *Kubelet) housekeeping(ctx context.Context) {
-	if !k.merger.SeenAllSources(k.sources...) || !k.pleg.HasRelisted() {
+func (e *Engine) housekeeping(ctx context.Context) {
+	if !e.seenAllSources(e.sources...) || !e.pleg.HasRelisted() {
 		return
 	}
 	log := logger(ctx)
-	for _, rs := range k.pleg.Pods() {
-		if k.pods.Has(rs.UID) {
+	for _, rs := range e.pleg.Pods() {
+		if e.core.Pods().Has(rs.UID) {
 			continue
 		}
-		if info, ok := k.workers.Get(rs.UID); ok && info.Removed {
+		if info, ok := e.workers.Get(rs.UID); ok && info.Removed {
 			continue
 		}
 		log.Info("Stopping a pod no source wants", "podUID", rs.UID, "pod", rs.Namespace+"/"+rs.Name)
-		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, RunningPod: runningPod(rs), Remove: true})
+		e.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, RunningPod: runningPod(rs), Remove: true})
 	}
-	for _, info := range k.workers.List() {
-		if info.Removed || k.pods.Has(info.UID) {
+	for _, info := range e.workers.List() {
+		if info.Removed || e.core.Pods().Has(info.UID) {
 			continue
 		}
-		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, RunningPod: &container.RunningPod{UID: info.UID}, Remove: true})
+		e.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, RunningPod: &container.RunningPod{UID: info.UID}, Remove: true})
 	}
-	k.housekeepingExtras(ctx)
-	k.housekeepingRuns++
-	if k.housekeepingRuns%cgroupCleanupEvery == 0 {
-		k.cleanupPodCgroups(ctx)
+	// Drop what is kept about pods no source has any more.
+	e.core.Status().RemoveOrphans(e.core.Pods().Has)
+	e.admission.forget(e.core.Pods().Has)
+	e.housekeepingRuns++
+	if e.housekeepingRuns%cgroupCleanupEvery == 0 {
+		e.cleanupPodCgroups(ctx)
 	}
 }
 
 // cleanupPodCgroups removes the empty cgroups of pods that are gone: not
 // desired, not in the runtime, no worker.
-func (k *Kubelet) cleanupPodCgroups(ctx context.Context) {
-	c, ok := k.runtime.(interface {
-		CleanupPodCgroups(keep func(types.UID) bool) int
-	})
-	if !ok {
-		return
-	}
+func (e *Engine) cleanupPodCgroups(ctx context.Context) {
 	inRuntime := map[types.UID]bool{}
-	for _, s := range k.pleg.Pods() {
+	for _, s := range e.pleg.Pods() {
 		inRuntime[s.UID] = true
 	}
-	n := c.CleanupPodCgroups(func(uid types.UID) bool {
-		_, working := k.workers.Get(uid)
-		return inRuntime[uid] || working || k.pods.Has(uid)
+	n := e.runtime.CleanupPodCgroups(func(uid types.UID) bool {
+		_, working := e.workers.Get(uid)
+		return inRuntime[uid] || working || e.core.Pods().Has(uid)
 	})
 	if n > 0 {
 		logger(ctx).V(2).Info("Removed cgroups of departed pods", "count", n)
