@@ -26,6 +26,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -317,17 +318,25 @@ func TestDeploymentScalesUpAndDown(t *testing.T) {
 		}
 		return n == 10, fmt.Sprintf("%d running", n)
 	})
-	cur, err := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Replicas = ptr.To[int32](0)
-	if _, err := client.AppsV1().Deployments(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	// Scale through the scale subresource with a patch: the deployment
+	// controller writes the object's status meanwhile, and a read-modify-
+	// Update of the whole object loses that race now and then ("the object
+	// has been modified"), as it did once on a fresh machine.
+	if _, err := client.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}, "scale"); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, "all pod objects gone", func() (bool, string) {
 		n := len(listPods(t, ns, "app=web"))
 		return n == 0, fmt.Sprintf("%d left", n)
+	})
+	framework.Eventually(t, "the Deployment scaled to 0", func() (bool, string) {
+		cur, err := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return *cur.Spec.Replicas == 0 && cur.Status.Replicas == 0,
+			fmt.Sprintf("spec.replicas=%d status.replicas=%d", *cur.Spec.Replicas, cur.Status.Replicas)
 	})
 }
 
