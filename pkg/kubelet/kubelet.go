@@ -89,6 +89,8 @@ type Kubelet struct {
 	probes *prober.Manager
 	// cluster is nil in standalone mode.
 	cluster *clusterParts
+	// vols are the volume manager and the objects it reads (wire_volumes.go).
+	vols *volumeParts
 
 	// housekeepingRuns counts housekeeping passes (sync loop only).
 	housekeepingRuns int

@@ -36,6 +36,9 @@ func (k *Kubelet) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration
 		return true, 0, nil
 	}
 
+	if wait, retry := k.prepareVolumes(ctx, pod, rs); wait {
+		return false, k.deadlineRetry(pod, retry), nil
+	}
 	res := k.runtime.SyncPod(ctx, pod, rs)
 	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
 	k.reasons.update(pod.UID, res.WaitingReasons())
@@ -92,11 +95,17 @@ func (k *Kubelet) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *
 // left its source loses its runtime objects too; a pod that merely
 // finished keeps its exited containers (for logs and status) until then.
 func (k *Kubelet) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.Pod, removed bool) error {
+	if err := k.releaseVolumes(ctx, uid); err != nil {
+		return err
+	}
 	if !removed {
 		return nil
 	}
 	if err := k.runtime.RemovePod(ctx, uid); err != nil {
 		return fmt.Errorf("removing pod from the runtime: %w", err)
+	}
+	if err := k.removePodDir(ctx, uid); err != nil {
+		return err
 	}
 	k.pleg.Observe(&container.PodStatus{UID: uid})
 	k.reasons.remove(uid)

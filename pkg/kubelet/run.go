@@ -71,6 +71,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 			return err
 		}
 	}
+	k.vols = k.newVolumeParts(ctx, cl.client(), machine)
 
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
 		RuntimeEndpoint:       cfg.ContainerRuntimeEndpoint,
@@ -88,6 +89,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Recorder:              k.recorder,
 		SerializeImagePulls:   cfg.SerializeImagePulls == nil || *cfg.SerializeImagePulls,
 		MaxParallelImagePulls: int(deref(cfg.MaxParallelImagePulls)),
+		Mounts:                k.vols.volumes.ContainerMounts,
 		Liveness: func(uid types.UID, name, containerID string) (bool, string) {
 			return k.probes.Liveness(uid, name, containerID)
 		},
@@ -121,6 +123,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	sm := statuswriter.NewManager(statuswriter.Options{Client: cl.client(), Resolver: cl.resolver(k)})
 	k.status = sm
 	goRun("status", sm.Run)
+	k.vols.start(goRun)
 
 	// Pod sources.
 	if cfg.StaticPodPath != "" {

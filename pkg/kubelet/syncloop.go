@@ -138,6 +138,7 @@ func (k *Kubelet) housekeeping(ctx context.Context) {
 		k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, RunningPod: &container.RunningPod{UID: info.UID}, Remove: true})
 	}
 	k.housekeepingExtras(ctx)
+	k.volumeHousekeeping(ctx)
 	k.housekeepingRuns++
 	if k.housekeepingRuns%cgroupCleanupEvery == 0 {
 		k.cleanupPodCgroups(ctx)

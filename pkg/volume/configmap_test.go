@@ -151,3 +151,25 @@ func TestRefreshFailureKeepsContent(t *testing.T) {
 		t.Errorf("events %v", ev)
 	}
 }
+
+// After a kubelet restart, a volume written before keeps serving its
+// content when its source cannot be read: the running pod is not blocked.
+func TestRestartKeepsWrittenContentWhenTheSourceFails(t *testing.T) {
+	e := newEnv(t)
+	e.objects.setCM("cfg", map[string]string{"a": "1"})
+	p := pod("u1", cmVol("cfg", "cfg"))
+	e.setUp(p)
+	e.objects.err = errors.New("forbidden")
+	m2 := New(e.m.opts)
+	if err := m2.SetUpPod(context.Background(), p); err != nil {
+		t.Fatalf("restarted manager blocked the pod: %v", err)
+	}
+	mnts, err := m2.ContainerMounts(context.Background(), p, &p.Spec.Containers[0], nil)
+	if err != nil || read(t, filepath.Join(mnts[0].HostPath, "a")) != "1" {
+		t.Fatalf("mounts %v, %v", mnts, err)
+	}
+	// A pod never set up still waits.
+	if err := m2.SetUpPod(context.Background(), pod("u2", cmVol("cfg", "cfg"))); err == nil {
+		t.Error("a new pod was set up without its ConfigMap")
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/gokubelet/kubelet/pkg/node/objects"
+	"github.com/gokubelet/kubelet/pkg/volume/atomicwriter"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 	"github.com/gokubelet/kubelet/pkg/volume/subpath"
 )
@@ -210,6 +211,13 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 			continue
 		}
 		if err := m.setUpVolume(ctx, pod, vs); err != nil {
+			if !vs.ready {
+				// Content written before a kubelet restart is kept, as
+				// for any volume that fails to refresh.
+				if dir, ok := m.writtenBefore(pod, vs); ok {
+					vs.ready, vs.path = true, dir
+				}
+			}
 			if vs.ready {
 				m.reportRefresh(ctx, pod, vs, err)
 				continue
@@ -254,6 +262,19 @@ func (m *Manager) setUpVolume(ctx context.Context, pod *v1.Pod, vs *volumeState)
 	}
 	vs.path = p
 	return nil
+}
+
+// writtenBefore reports whether a refreshed volume has content published
+// before (by an earlier kubelet run), and where.
+func (m *Manager) writtenBefore(pod *v1.Pod, vs *volumeState) (string, bool) {
+	if !vs.src.refreshed() || vs.src.pluginDir() == "" {
+		return "", false
+	}
+	dir := filepath.Join(m.PodDir(pod.UID), "volumes", vs.src.pluginDir(), vs.name)
+	if _, err := os.Lstat(filepath.Join(dir, atomicwriter.DataLink)); err != nil {
+		return "", false
+	}
+	return dir, true
 }
 
 // report records a volume that keeps the pod waiting: an event and a log
