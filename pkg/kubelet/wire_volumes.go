@@ -16,6 +16,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
+	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/volume"
 )
@@ -77,11 +78,28 @@ func (k *Kubelet) newVolumeParts(ctx context.Context, client kubernetes.Interfac
 				k.dispatch(ctx, p)
 			}
 		},
+		Evict:         func(uid types.UID, msg string) { k.evictPod(ctx, uid, msg) },
 		RefreshPeriod: k.cfg.SyncFrequency.Duration,
 	})
 	vp.volumes = vm
 	return vp
 }
+
+// evictPod stops a pod for good, Failed with reason Evicted, as
+// upstream's eviction manager does (here: an emptyDir past its sizeLimit).
+func (k *Kubelet) evictPod(ctx context.Context, uid types.UID, msg string) {
+	p, ok := k.pods.Get(uid)
+	if !ok {
+		return
+	}
+	logger(ctx).Info("Evicting pod", "pod", klog.KObj(p), "reason", msg)
+	k.recorder.Event(p, v1.EventTypeWarning, reasonEvicted, msg)
+	k.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, KillStatus: func(st *v1.PodStatus) {
+		st.Phase, st.Reason, st.Message = v1.PodFailed, reasonEvicted, msg
+	}})
+}
+
+const reasonEvicted = "Evicted"
 
 // start runs the watches' owner, the token cache and the volume refresh.
 func (vp *volumeParts) start(goRun func(string, func(context.Context))) {

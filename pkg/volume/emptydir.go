@@ -17,7 +17,8 @@ import (
 
 // emptyDir: a directory in the pod's directory (mode 0777), or a tmpfs
 // for medium Memory, sized by sizeLimit, the pod's memory limit and the
-// node's allocatable memory (the smallest). With an fsGroup it gets the
+// node's allocatable memory (the smallest). On disk, a sizeLimit is
+// enforced by evicting the pod once the volume grows past it. With an fsGroup it gets the
 // group's ownership once, when first set up; a ready marker in the pod's
 // plugins directory (upstream's) makes later set-ups, after a kubelet
 // restart too, leave it alone.
@@ -30,6 +31,15 @@ func (e *emptyDir) describe() string  { return "emptyDir" }
 func (e *emptyDir) pluginDir() string { return dirEmptyDir }
 func (e *emptyDir) readOnly() bool    { return false }
 func (e *emptyDir) refreshed() bool   { return false }
+
+// diskLimit is the sizeLimit of a disk-backed emptyDir (enforced by
+// eviction, see Manager.CheckSizeLimits), or nil.
+func (e *emptyDir) diskLimit() *resource.Quantity {
+	if e.src.Medium != v1.StorageMediumDefault || e.src.SizeLimit == nil || e.src.SizeLimit.IsZero() {
+		return nil
+	}
+	return e.src.SizeLimit
+}
 
 func (e *emptyDir) setUp(ctx context.Context, s *setup) (string, error) {
 	memory := false

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 )
 
@@ -106,5 +107,28 @@ func TestMemoryVolumeSize(t *testing.T) {
 		if got := memoryVolumeSize(tc.pod, tc.limit, tc.alloc); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestDiskEmptyDirOverItsSizeLimitEvictsThePod(t *testing.T) {
+	e := newEnv(t)
+	var evicted []string
+	e.m.opts.Evict = func(uid types.UID, msg string) { evicted = append(evicted, string(uid)+": "+msg) }
+	limited := pod("u1", vol("scratch", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("1Mi"))}}))
+	unlimited := pod("u2", vol("scratch", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}))
+	e.setUp(limited)
+	e.setUp(unlimited)
+	ctx := context.Background()
+	os.WriteFile(filepath.Join(e.volDir(limited, dirEmptyDir, "scratch"), "small"), make([]byte, 512<<10), 0o644)
+	os.WriteFile(filepath.Join(e.volDir(unlimited, dirEmptyDir, "scratch"), "big"), make([]byte, 4<<20), 0o644)
+	e.m.CheckSizeLimits(ctx)
+	if len(evicted) != 0 {
+		t.Fatalf("evicted under the limit: %v", evicted)
+	}
+	os.WriteFile(filepath.Join(e.volDir(limited, dirEmptyDir, "scratch"), "big"), make([]byte, 1<<20), 0o644)
+	e.m.CheckSizeLimits(ctx)
+	e.m.CheckSizeLimits(ctx)
+	if len(evicted) != 1 || evicted[0] != `u1: Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ` {
+		t.Errorf("evictions %q, want u1 once", evicted)
 	}
 }

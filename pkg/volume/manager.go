@@ -12,6 +12,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -48,6 +49,12 @@ type Options struct {
 	// Resync asks the kubelet to sync a pod again: an object a pod waits
 	// for has changed.
 	Resync func(types.UID)
+	// Evict stops a pod for good, Failed with reason Evicted and message:
+	// a disk-backed emptyDir grew past its sizeLimit.
+	Evict func(uid types.UID, message string)
+	// SizeCheckPeriod is how often disk-backed emptyDirs with a sizeLimit
+	// are measured (default 10s, upstream's eviction interval).
+	SizeCheckPeriod time.Duration
 	// RefreshPeriod is how often configMap, secret, downwardAPI and
 	// projected volumes are rewritten from their sources even without a
 	// change notice (default 1m): it renews tokens and catches anything a
@@ -76,6 +83,8 @@ type podVolumes struct {
 	// ready (the retry delay grows with it).
 	failures int
 	gone     bool
+	// evicted: Evict was called for the pod.
+	evicted bool
 }
 
 type volumeState struct {
@@ -93,6 +102,9 @@ type volumeState struct {
 func New(opts Options) *Manager {
 	if opts.RefreshPeriod <= 0 {
 		opts.RefreshPeriod = time.Minute
+	}
+	if opts.SizeCheckPeriod <= 0 {
+		opts.SizeCheckPeriod = 10 * time.Second
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -458,11 +470,16 @@ func volumesReference(pod *v1.Pod, ref objects.Ref) bool {
 func (m *Manager) Run(ctx context.Context) {
 	tick := m.opts.Clock.NewTicker(m.opts.RefreshPeriod)
 	defer tick.Stop()
+	sizes := m.opts.Clock.NewTicker(m.opts.SizeCheckPeriod)
+	defer sizes.Stop()
 	for {
 		var uids []types.UID
 		select {
 		case <-ctx.Done():
 			return
+		case <-sizes.C():
+			m.CheckSizeLimits(ctx)
+			continue
 		case <-m.kick:
 			m.mu.Lock()
 			for uid := range m.dirty {
@@ -516,5 +533,52 @@ func (m *Manager) refreshPod(ctx context.Context, uid types.UID) {
 			continue
 		}
 		vs.lastErr = ""
+	}
+}
+
+// CheckSizeLimits measures the disk-backed emptyDirs that have a
+// sizeLimit and evicts each pod whose volume grew past it, as upstream's
+// eviction manager does (memory-backed ones are bounded by their tmpfs).
+func (m *Manager) CheckSizeLimits(ctx context.Context) {
+	m.mu.Lock()
+	pods := make(map[types.UID]*podVolumes, len(m.pods))
+	for uid, pv := range m.pods {
+		pods[uid] = pv
+	}
+	m.mu.Unlock()
+	for uid, pv := range pods {
+		pv.mu.Lock()
+		type limited struct {
+			name, path string
+			limit      *resource.Quantity
+		}
+		var check []limited
+		if !pv.gone && !pv.evicted {
+			for name, vs := range pv.vols {
+				if e, ok := vs.src.(*emptyDir); ok && vs.ready && e.diskLimit() != nil {
+					check = append(check, limited{name, vs.path, e.diskLimit()})
+				}
+			}
+		}
+		pv.mu.Unlock()
+		for _, c := range check {
+			used, err := hostfs.DiskUsage(c.path)
+			if err != nil {
+				klog.FromContext(ctx).V(2).Info("Measuring an emptyDir failed", "podUID", uid, "volume", c.name, "err", err)
+				continue
+			}
+			if used <= c.limit.Value() {
+				continue
+			}
+			msg := fmt.Sprintf("Usage of EmptyDir volume %q exceeds the limit %q. ", c.name, c.limit.String())
+			klog.FromContext(ctx).Info("Evicting a pod: emptyDir over its sizeLimit", "podUID", uid, "volume", c.name, "used", used, "limit", c.limit.String())
+			pv.mu.Lock()
+			pv.evicted = true
+			pv.mu.Unlock()
+			if m.opts.Evict != nil {
+				m.opts.Evict(uid, msg)
+			}
+			break
+		}
 	}
 }

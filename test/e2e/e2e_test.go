@@ -78,6 +78,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	// GOKUBELET_E2E_KUBELET_LOG=<file> keeps the kubelet's whole log.
+	if p := os.Getenv("GOKUBELET_E2E_KUBELET_LOG"); p != "" && kubelet != nil {
+		if err := os.WriteFile(p, []byte(kubelet.Log()), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		}
+	}
 	if kubelet != nil {
 		if err := kubelet.Signal(syscall.SIGTERM); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)

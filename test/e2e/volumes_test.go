@@ -470,3 +470,19 @@ func TestVolumesTheNodeCannotProvideYet(t *testing.T) {
 		t.Errorf("ephemeral volume: %s %+v", got.Status.Phase, got.Status.ContainerStatuses)
 	}
 }
+
+// A disk-backed emptyDir that grows past its sizeLimit gets its pod
+// evicted, as upstream: Failed, reason Evicted.
+func TestEmptyDirOverItsSizeLimitIsEvicted(t *testing.T) {
+	node(t)
+	ns := namespace(t)
+	pod := shellPod("hog", "dd if=/dev/zero of=/scratch/f bs=1M count=4 && sleep 3600")
+	pod.Spec.RestartPolicy = v1.RestartPolicyAlways
+	pod.Spec.Volumes = []v1.Volume{{Name: "scratch", VolumeSource: v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{SizeLimit: ptr.To(resource.MustParse("1Mi"))}}}}
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "scratch", MountPath: "/scratch"}}
+	createPod(t, ns, pod)
+	got := waitPod(t, ns, "hog", "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	if got.Status.Reason != "Evicted" || !strings.Contains(got.Status.Message, `Usage of EmptyDir volume "scratch" exceeds the limit "1Mi"`) {
+		t.Errorf("reason %q message %q", got.Status.Reason, got.Status.Message)
+	}
+}

@@ -140,3 +140,27 @@ func TestUnescapeMountinfo(t *testing.T) {
 		t.Errorf("got %q", got)
 	}
 }
+
+func TestDiskUsage(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a"), make([]byte, 1<<20), 0o644)
+	os.Mkdir(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "b"), make([]byte, 1<<20), 0o644)
+	os.Link(filepath.Join(dir, "a"), filepath.Join(dir, "sub", "a-again"))
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	if err := MountTmpfs(mnt, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { Unmount(mnt) })
+	os.WriteFile(filepath.Join(mnt, "big"), make([]byte, 4<<20), 0o644)
+	got, err := DiskUsage(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two 1 MiB files (the hard link once), a few directory blocks, not
+	// the 4 MiB on the other mount.
+	if got < 2<<20 || got > 2<<20+256<<10 {
+		t.Errorf("DiskUsage = %d, want about 2 MiB", got)
+	}
+}
