@@ -412,9 +412,16 @@ func (m *Manager) CleanupOrphans(ctx context.Context, keep func(types.UID) bool)
 // that show it in a volume are rewritten now, and those still waiting for
 // it are synced again.
 func (m *Manager) ObjectChanged(ref objects.Ref) {
+	// Never hold m.mu while waiting for a pod: its set-up may be waiting
+	// for the API server.
 	m.mu.Lock()
-	var resync []types.UID
+	pods := make(map[types.UID]*podVolumes, len(m.pods))
 	for uid, pv := range m.pods {
+		pods[uid] = pv
+	}
+	m.mu.Unlock()
+	var resync, dirty []types.UID
+	for uid, pv := range pods {
 		pv.mu.Lock()
 		pod, uses, ready := pv.pod, false, pv.failures == 0
 		if pod != nil && pod.Namespace == ref.Namespace {
@@ -424,10 +431,14 @@ func (m *Manager) ObjectChanged(ref objects.Ref) {
 		switch {
 		case !uses:
 		case ready:
-			m.dirty[uid] = true
+			dirty = append(dirty, uid)
 		default:
 			resync = append(resync, uid)
 		}
+	}
+	m.mu.Lock()
+	for _, uid := range dirty {
+		m.dirty[uid] = true
 	}
 	m.mu.Unlock()
 	select {
