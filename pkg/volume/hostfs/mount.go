@@ -64,7 +64,9 @@ func MountsUnder(dir string) ([]string, error) {
 			out = append(out, m)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return strings.Count(out[i], "/") > strings.Count(out[j], "/") || (strings.Count(out[i], "/") == strings.Count(out[j], "/") && out[i] > out[j]) })
+	sort.Slice(out, func(i, j int) bool {
+		return strings.Count(out[i], "/") > strings.Count(out[j], "/") || (strings.Count(out[i], "/") == strings.Count(out[j], "/") && out[i] > out[j])
+	})
 	return dedupe(out), nil
 }
 
