@@ -20,6 +20,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/node/objects"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
@@ -28,6 +29,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
 	"github.com/gokubelet/kubelet/pkg/server"
+	"github.com/gokubelet/kubelet/pkg/volume"
 )
 
 // Version is the version the kubelet reports in the Node's nodeInfo: the
@@ -89,6 +91,12 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		}
 	}
 
+	// The engine and the volume manager are built after the core but called
+	// back by parts built before them.
+	var (
+		eng     *cri.Engine
+		volumes *volume.Manager
+	)
 	facts := &hostFacts{cfg: &ncfg, rootDir: s.RootDir}
 	core, err := node.New(ctx, node.Options{
 		Config:                    ncfg,
@@ -98,11 +106,31 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		LeaseDurationSeconds:      cfg.NodeLeaseDurationSeconds,
 		NodeStatusUpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: cfg.NodeStatusReportFrequency.Duration,
+		OnObjectChange:            func(r objects.Ref) { volumes.ObjectChanged(r) },
 	})
 	if err != nil {
 		return err
 	}
 	defer core.Shutdown()
+
+	// Volumes: configMap, secret, projected and claim volumes need the API
+	// server (standalone, such pods wait with a reason).
+	var claims volume.ClaimGetter
+	if clients != nil {
+		claims = volume.ClientClaims(clients.Kube)
+	}
+	volumes = volume.New(volume.Options{
+		RootDir:         s.RootDir,
+		Objects:         core.Objects(),
+		Tokens:          core.Tokens(),
+		Claims:          claims,
+		NodeAllocatable: func() v1.ResourceList { return core.Node().Status.Allocatable },
+		Recorder:        core.Recorder(),
+		Clock:           clock.RealClock{},
+		Resync:          func(uid types.UID) { eng.Resync(uid) },
+		Evict:           func(uid types.UID, msg string) { eng.Evict(uid, msg) },
+		RefreshPeriod:   cfg.SyncFrequency.Duration,
+	})
 
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
@@ -122,6 +150,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Recorder:              core.Recorder(),
 		SerializeImagePulls:   cfg.SerializeImagePulls == nil || *cfg.SerializeImagePulls,
 		MaxParallelImagePulls: int(deref(cfg.MaxParallelImagePulls)),
+		Mounts:                volumes.ContainerMounts,
 		Liveness: func(uid types.UID, name, containerID string) (bool, string) {
 			return probes.Liveness(uid, name, containerID)
 		},
@@ -158,10 +187,11 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		sourceNames = append(sourceNames, src.Name)
 	}
 
-	eng := cri.New(cri.Deps{
+	eng = cri.New(cri.Deps{
 		Core:           core,
 		Runtime:        rt,
 		Probes:         probes,
+		Volumes:        volumes,
 		Updates:        merger.Updates(),
 		Sources:        sourceNames,
 		SeenAllSources: merger.SeenAllSources,

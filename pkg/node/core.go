@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -17,6 +18,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/mirrorpod"
 	"github.com/gokubelet/kubelet/pkg/node/nodelease"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/node/objects"
 	"github.com/gokubelet/kubelet/pkg/node/statuswriter"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podmanager"
@@ -60,6 +62,9 @@ type Options struct {
 	NodeStatusReportFrequency time.Duration
 	// EventComponent names the event source (default "kubelet").
 	EventComponent string
+	// OnObjectChange, when set, is told when a ConfigMap or Secret a pod
+	// references changes (the volume manager refreshes what uses it).
+	OnObjectChange func(objects.Ref)
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
 }
@@ -73,6 +78,8 @@ type Core struct {
 	recorder    record.EventRecorder
 	pods        *podmanager.Manager
 	status      *statuswriter.Manager
+	objects     *objects.Manager
+	tokens      *objects.Tokens
 	lifecycle   Lifecycle
 
 	// localNode is the Node built from local facts at start, used for
@@ -139,6 +146,14 @@ func New(ctx context.Context, opts Options) (*Core, error) {
 	c.broadcaster.StartStructuredLogging(3)
 	c.recorder = c.broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: opts.EventComponent, Host: c.name})
 
+	var kube kubernetes.Interface
+	if opts.Clients != nil {
+		kube = opts.Clients.Kube
+	}
+	// Standalone (no client), every object read fails with a clear error.
+	c.objects = objects.New(objects.Options{Client: kube, OnChange: opts.OnObjectChange})
+	c.tokens = objects.NewTokens(kube, opts.Clock)
+
 	if opts.Clients == nil {
 		c.status = statuswriter.NewManager(statuswriter.Options{})
 		c.cluster = standaloneParts{local: c.localNode}
@@ -169,6 +184,14 @@ func (c *Core) Pods() *podmanager.Manager { return c.pods }
 
 // Status is the pod status cache and writer.
 func (c *Core) Status() *statuswriter.Manager { return c.status }
+
+// Objects reads the ConfigMaps and Secrets the node's pods reference
+// (through per-object watches, what the Node authorizer allows), once a
+// pod is registered with it.
+func (c *Core) Objects() *objects.Manager { return c.objects }
+
+// Tokens issues and renews the pods' service account tokens.
+func (c *Core) Tokens() *objects.Tokens { return c.tokens }
 
 // Node is the Node admission decides against: the API server's copy once
 // registered, the one built from local facts before (and standalone).
@@ -204,7 +227,9 @@ func (c *Core) AddTo(s *runnable.Stage) {
 	if c.lifecycle == nil {
 		panic("node: AddTo before SetLifecycle: the core needs the engine that runs the pods")
 	}
-	s.Add("status-writer", runnable.Func(c.status.Start))
+	s.Add("status-writer", runnable.Func(c.status.Start)).
+		Add("objects", runnable.Func(c.objects.Start)).
+		Add("tokens", runnable.Func(c.tokens.Start))
 	for _, n := range c.cluster.runnables() {
 		s.Add(n.name, n.r)
 	}

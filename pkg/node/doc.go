@@ -3,7 +3,9 @@
 // container.
 //
 // It owns:
-//   - the API clients and the event sink (clients.go);
+//   - the API clients and the event sink (clients.go), and the API objects
+//     the node's pods reference: ConfigMaps, Secrets, service account
+//     tokens (package objects);
 //   - the Node's registration and status, fed by a facts provider
 //     (nodestatus.FactsProvider: the host's for a real node, a provider's
 //     for a virtual one), and its Lease (nodelease);

@@ -32,6 +32,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 	"github.com/gokubelet/kubelet/test/framework"
 )
 
@@ -50,6 +51,8 @@ var (
 	kubeletOnce sync.Once
 	kubelet     *framework.Kubelet
 	staticDir   string
+	// rootDir is the test kubelet's --root-dir.
+	rootDir string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -62,6 +65,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	// Pods may still hold volume mounts (tmpfs, subPath bind mounts of host
+	// directories) under the kubelet's root: unmount before removing.
+	defer hostfs.UnmountAll(tmp)
 	unlock, err := framework.LockCluster()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
@@ -73,6 +79,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	// GOKUBELET_E2E_KUBELET_LOG=<file> keeps the kubelet's whole log.
+	if p := os.Getenv("GOKUBELET_E2E_KUBELET_LOG"); p != "" && kubelet != nil {
+		if err := os.WriteFile(p, []byte(kubelet.Log()), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		}
+	}
 	if kubelet != nil {
 		if err := kubelet.Signal(syscall.SIGTERM); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
@@ -132,7 +144,8 @@ clusterDomain: cluster.local
 	if err := os.WriteFile(filepath.Join(tmp, "config.yaml"), []byte(fmt.Sprintf(cfg, kubelet.HealthzPort)), 0o644); err != nil {
 		return err
 	}
-	kubelet.Args = []string{"--config", filepath.Join(tmp, "config.yaml"), "--root-dir", filepath.Join(tmp, "root"),
+	rootDir = filepath.Join(tmp, "root")
+	kubelet.Args = []string{"--config", filepath.Join(tmp, "config.yaml"), "--root-dir", rootDir,
 		"--kubeconfig", clusterEnv["NODE_KUBECONFIG"], "--hostname-override", clusterEnv["NODE_NAME"], "--node-ip", clusterEnv["NODE_IP"], "-v", "3"}
 	return nil
 }

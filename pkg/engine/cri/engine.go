@@ -22,6 +22,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/pleg"
 	"github.com/gokubelet/kubelet/pkg/server"
+	"github.com/gokubelet/kubelet/pkg/volume"
 )
 
 // Timings of the loops around the pod workers. The relist period and the
@@ -68,6 +69,9 @@ type Deps struct {
 	Runtime Runtime
 	// Probes runs liveness, readiness and startup probes.
 	Probes *prober.Manager
+	// Volumes sets up and tears down the pods' volumes on the host; its
+	// Resync and Evict callbacks are the engine's.
+	Volumes *volume.Manager
 	// Updates are the merged pod source changes; Sources names every
 	// configured source and SeenAllSources tells whether each reported.
 	Updates        <-chan podconfig.PodUpdate
@@ -88,6 +92,8 @@ type Engine struct {
 	core    *node.Core
 	runtime Runtime
 	probes  *prober.Manager
+	volumes *volume.Manager
+	vols    volumeState
 	workers *podworkers.Workers
 	pleg    *pleg.PLEG
 	clock   Clock
@@ -115,6 +121,8 @@ func New(d Deps) *Engine {
 		core:           d.Core,
 		runtime:        d.Runtime,
 		probes:         d.Probes,
+		volumes:        d.Volumes,
+		vols:           volumeState{waiting: map[types.UID]map[string]container.WaitingReason{}},
 		clock:          d.Clock,
 		hostIPs:        d.HostIPs,
 		updates:        d.Updates,
@@ -136,7 +144,8 @@ func New(d Deps) *Engine {
 func (e *Engine) AddTo(workers, loop *runnable.Stage) {
 	workers.Add("pod-workers", e.workers).
 		Add("pleg", runnable.Func(e.pleg.Start)).
-		Add("prober", e.probes)
+		Add("prober", e.probes).
+		Add("volumes", runnable.Func(e.volumes.Start))
 	loop.Add("sync-loop", runnable.Func(e.syncLoop))
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/volume"
 )
 
 // harness runs a standalone node core and the engine on a fake runtime,
@@ -53,7 +55,11 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, core: core, rt: newFakeRuntime(), updates: make(chan podconfig.PodUpdate, 10)}
-	h.eng = New(Deps{Core: core, Runtime: h.rt, Updates: h.updates, Sources: []string{podspec.SourceFile},
+	vols := volume.New(volume.Options{RootDir: t.TempDir(), Objects: core.Objects(), Tokens: core.Tokens(),
+		NodeAllocatable: func() v1.ResourceList { return core.Node().Status.Allocatable },
+		Recorder:        core.Recorder(), Clock: clock.RealClock{},
+		Resync: func(uid types.UID) { h.eng.Resync(uid) }, Evict: func(uid types.UID, msg string) { h.eng.Evict(uid, msg) }})
+	h.eng = New(Deps{Core: core, Runtime: h.rt, Volumes: vols, Updates: h.updates, Sources: []string{podspec.SourceFile},
 		SeenAllSources: func(...string) bool { return h.seenAll.Load() }, Resync: time.Minute})
 	var g runnable.Group
 	core.AddTo(g.Stage("core"))

@@ -37,6 +37,9 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 		return true, 0, nil
 	}
 
+	if wait, retry := e.prepareVolumes(ctx, pod, rs); wait {
+		return false, e.deadlineRetry(pod, retry), nil
+	}
 	res := e.runtime.SyncPod(ctx, pod, rs)
 	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
 	e.reasons.update(pod.UID, res.WaitingReasons())
@@ -93,11 +96,17 @@ func (e *Engine) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *c
 // left its source loses its runtime objects too; a pod that merely
 // finished keeps its exited containers (for logs and status) until then.
 func (e *Engine) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.Pod, removed bool) error {
+	if err := e.releaseVolumes(ctx, uid); err != nil {
+		return err
+	}
 	if !removed {
 		return nil
 	}
 	if err := e.runtime.RemovePod(ctx, uid); err != nil {
 		return fmt.Errorf("removing pod from the runtime: %w", err)
+	}
+	if err := e.volumes.RemovePodDir(ctx, uid); err != nil {
+		return err
 	}
 	e.pleg.Observe(&container.PodStatus{UID: uid})
 	e.reasons.remove(uid)

@@ -141,6 +141,7 @@ func (e *Engine) housekeeping(ctx context.Context) {
 	// Drop what is kept about pods no source has any more.
 	e.core.Status().RemoveOrphans(e.core.Pods().Has)
 	e.admission.forget(e.core.Pods().Has)
+	e.volumeHousekeeping(ctx)
 	e.housekeepingRuns++
 	if e.housekeepingRuns%cgroupCleanupEvery == 0 {
 		e.cleanupPodCgroups(ctx)

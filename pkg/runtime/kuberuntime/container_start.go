@@ -141,7 +141,7 @@ func (m *Manager) ContainerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	for _, kv := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: kv[0], Value: kv[1]})
 	}
-	vm, err := m.volumeMounts(pod, c)
+	vm, err := m.volumeMounts(ctx, pod, c, lookup)
 	if err != nil {
 		return nil, err
 	}

@@ -153,7 +153,6 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	if id.Name != "" {
 		_ = os.RemoveAll(PodLogDir(m.opts.PodLogsDir, id.Namespace, id.Name, string(uid)))
 	}
-	_ = os.RemoveAll(EmptyDirPath(m.opts.RootDir, string(uid), ""))
 	_ = os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", string(uid), "containers"))
 	return nil
 }

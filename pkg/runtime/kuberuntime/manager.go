@@ -50,7 +50,7 @@ type Options struct {
 	RuntimeRequestTimeout time.Duration
 
 	// RootDir is the kubelet's state directory (default /var/lib/kubelet);
-	// emptyDir volumes live under it.
+	// termination message files live under it.
 	RootDir string
 	// PodLogsDir is where container logs go (default /var/log/pods).
 	PodLogsDir string
@@ -82,6 +82,11 @@ type Options struct {
 	// ContainerOptions, when set, is called before each container is
 	// created.
 	ContainerOptions ContainerOptionsFunc
+
+	// Mounts gives each container's volume mounts (the volume manager's
+	// ContainerMounts). Without it, a container with volumeMounts waits
+	// with CreateContainerConfigError.
+	Mounts container.MountsFunc
 
 	// Liveness, when set, tells SyncPod which running containers failed
 	// their liveness or startup probe: they are killed and restarted by the
