@@ -8,8 +8,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilsysctl "k8s.io/component-helpers/node/util/sysctl"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
