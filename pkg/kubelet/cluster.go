@@ -329,7 +329,7 @@ func (k *Kubelet) onPodRemoved(ctx context.Context, uid types.UID, pod *v1.Pod) 
 func (k *Kubelet) admit(ctx context.Context, p *v1.Pod) bool {
 	c := k.cluster
 	if c == nil {
-		return true
+		return k.admitStandalone(ctx, p)
 	}
 	c.mu.Lock()
 	decided, ok := c.admitted[p.UID]
@@ -350,7 +350,10 @@ func (k *Kubelet) admit(ctx context.Context, p *v1.Pod) bool {
 	if podstatus.IsTerminal(p.Status.Phase) {
 		return false
 	}
-	res := admission.Admit(p, c.node(), k.activePods(p.UID))
+	res := k.admitPodSpec(p, c.node())
+	if res.Admit {
+		res = admission.Admit(p, c.node(), k.activePods(p.UID))
+	}
 	c.mu.Lock()
 	c.admitted[p.UID] = res.Admit
 	c.mu.Unlock()

@@ -89,6 +89,8 @@ type Kubelet struct {
 	probes *prober.Manager
 	// cluster is nil in standalone mode.
 	cluster *clusterParts
+	// podSpec wires the pod spec features (wire_podspec.go).
+	podSpec *podSpecParts
 
 	// housekeepingRuns counts housekeeping passes (sync loop only).
 	housekeepingRuns int

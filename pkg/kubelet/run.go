@@ -72,6 +72,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		}
 	}
 
+	if k.podSpec, err = k.wirePodSpec(ctx, cl, machine); err != nil {
+		return err
+	}
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
 		RuntimeEndpoint:       cfg.ContainerRuntimeEndpoint,
 		ImageEndpoint:         cfg.ImageServiceEndpoint,
@@ -91,6 +94,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Liveness: func(uid types.UID, name, containerID string) (bool, string) {
 			return k.probes.Liveness(uid, name, containerID)
 		},
+		Started:         k.startupSucceeded,
+		PodSpec:         k.podSpec.Deps,
+		PullCredentials: k.podSpec.Credentials,
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
