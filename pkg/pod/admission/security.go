@@ -53,13 +53,10 @@ type SysctlAllowlist struct {
 func NewSysctlAllowlist(unsafe []string) (*SysctlAllowlist, error) {
 	w := &SysctlAllowlist{names: map[string]utilsysctl.Namespace{}, prefixes: map[string]utilsysctl.Namespace{}}
 	for _, p := range append(append([]string{}, SafeSysctls...), unsafe...) {
-		if len(p) > 253 || !sysctlPattern.MatchString(p) {
-			return nil, fmt.Errorf("sysctl %q must have at most 253 characters and match regex %s", p, sysctlPattern.String())
+		if err := CheckSysctlPattern(p); err != nil {
+			return nil, err
 		}
 		ns, name, prefixed := utilsysctl.GetNamespace(p)
-		if ns == utilsysctl.UnknownNamespace {
-			return nil, fmt.Errorf("the sysctls %q are not known to be namespaced", name)
-		}
 		if prefixed {
 			w.prefixes[name] = ns
 		} else {
@@ -67,6 +64,19 @@ func NewSysctlAllowlist(unsafe []string) (*SysctlAllowlist, error) {
 		}
 	}
 	return w, nil
+}
+
+// CheckSysctlPattern validates one allowedUnsafeSysctls entry: a valid
+// sysctl name or prefix ending in '*', in a namespace a pod can have its
+// own of (IPC or network).
+func CheckSysctlPattern(p string) error {
+	if len(p) > 253 || !sysctlPattern.MatchString(p) {
+		return fmt.Errorf("sysctl %q must have at most 253 characters and match regex %s", p, sysctlPattern.String())
+	}
+	if ns, name, _ := utilsysctl.GetNamespace(p); ns == utilsysctl.UnknownNamespace {
+		return fmt.Errorf("the sysctls %q are not known to be namespaced", name)
+	}
+	return nil
 }
 
 func (w *SysctlAllowlist) check(name string, hostNet, hostIPC bool) error {
