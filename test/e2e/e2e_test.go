@@ -49,6 +49,11 @@ var (
 	kubeletOnce sync.Once
 	kubelet     *framework.Kubelet
 	staticDir   string
+
+	// clusterDNS is the test kubelet's clusterDNS: the cluster's
+	// (CLUSTER_DNS in kubelet-env) when it has one, else an address that
+	// is only written into pods' resolv.conf.
+	clusterDNS string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -108,6 +113,10 @@ func setup(tmp string) error {
 	if err != nil {
 		return err
 	}
+	clusterDNS = clusterEnv["CLUSTER_DNS"]
+	if clusterDNS == "" {
+		clusterDNS = "10.96.0.10"
+	}
 	staticDir = filepath.Join(tmp, "static")
 	if err := os.MkdirAll(staticDir, 0o755); err != nil {
 		return err
@@ -122,7 +131,9 @@ readOnlyPort: 0
 healthzPort: %%d
 podLogsDir: %s
 clusterDomain: cluster.local
-`, staticDir, framework.CRIEndpoint(), filepath.Join(tmp, "pod-logs"))
+clusterDNS: [%q]
+allowedUnsafeSysctls: ["kernel.msgmax"]
+`, staticDir, framework.CRIEndpoint(), filepath.Join(tmp, "pod-logs"), clusterDNS)
 	kubelet = &framework.Kubelet{Bin: kubeletBin}
 	kubelet.HealthzPort, err = framework.FreeTCPPort()
 	if err != nil {
