@@ -357,8 +357,14 @@ func TestPodSpecSecurity(t *testing.T) {
 	priv.Spec.Containers[0].SecurityContext = &v1.SecurityContext{Privileged: ptr.To(true)}
 	priv.Spec.SecurityContext = &v1.PodSecurityContext{SeccompProfile: &v1.SeccompProfile{Type: v1.SeccompProfileTypeUnconfined}}
 	msg = message(t, runToEnd(t, ns, priv))
-	if !strings.Contains(msg, "CapEff:\t000001ffffffffff") || !strings.Contains(msg, "Seccomp:\t0\n") {
-		t.Errorf("privileged container saw:\n%s", msg)
+	// Privileged: every capability the node has (its bounding set).
+	hostStatus, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bnd := regexp.MustCompile(`CapBnd:\s*([0-9a-f]+)`).FindSubmatch(hostStatus)
+	if bnd == nil || !strings.Contains(msg, "CapEff:\t"+string(bnd[1])+"\n") || !strings.Contains(msg, "Seccomp:\t0\n") {
+		t.Errorf("privileged container saw (host bounding set %s):\n%s", bnd, msg)
 	}
 
 	// Host namespaces: the test runs on the node, so it can compare.
@@ -462,7 +468,7 @@ func TestPodSpecLifecycleHooks(t *testing.T) {
 					PreStop:   &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "echo stopping > /host/prestop"}}},
 				}},
 			{Name: "second", Image: testImage, ImagePullPolicy: v1.PullIfNotPresent, VolumeMounts: mount,
-				Command: []string{"sh", "-c", "cat /host/poststart > /host/second-saw 2>&1; exec /testserver"},
+				Command: []string{"sh", "-c", "cat /host/poststart > /host/second-saw 2>&1; exec /testserver --http-port=8081"},
 				Lifecycle: &v1.Lifecycle{PostStart: &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{
 					Host: srv.Status.PodIP, Port: intstr.FromInt32(8080), Path: "/exit/7"}}}},
 		},
@@ -484,12 +490,13 @@ func TestPodSpecLifecycleHooks(t *testing.T) {
 		t.Errorf("preStop hook did not run: %q", b)
 	}
 
-	// A failing postStart kills the container: FailedPostStartHook.
+	// A failing postStart kills the container (the server exits on the
+	// SIGTERM): FailedPostStartHook.
 	bad := testPod("badhook")
 	bad.Spec.RestartPolicy = v1.RestartPolicyNever
 	bad.Spec.Containers[0].Lifecycle = &v1.Lifecycle{PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "exit 3"}}}}
 	create(t, ns, bad)
-	waitPod(t, ns, "badhook", "Failed", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodFailed })
+	waitPod(t, ns, "badhook", "finished: its container was killed", finished)
 	framework.Eventually(t, "FailedPostStartHook event", func() (bool, string) {
 		l, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=badhook"})
 		if err != nil {
@@ -570,6 +577,7 @@ func TestPodSpecSidecars(t *testing.T) {
 	// A sidecar does not hold the pod: the app completes, the pod succeeds.
 	job := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job"}, Spec: v1.PodSpec{
 		RestartPolicy:  v1.RestartPolicyNever,
+		Volumes:        []v1.Volume{vol},
 		InitContainers: []v1.Container{sidecar("helper", "while true; do sleep 1; done")},
 		Containers:     []v1.Container{{Name: "main", Image: testImage, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", "sleep 1"}}},
 	}}
