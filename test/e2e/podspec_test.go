@@ -728,11 +728,43 @@ func TestPodSpecAllAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, vol := hostDir(t)
+	create(t, ns, allInOne(ns, "all-in-one", vol, ""))
+	got := waitPod(t, ns, "all-in-one", "Ready", podspecReady)
+	for _, s := range append(got.Status.InitContainerStatuses, got.Status.ContainerStatuses...) {
+		if s.RestartCount != 0 {
+			t.Errorf("%s restarted %d times", s.Name, s.RestartCount)
+		}
+	}
+	// The same pod whose check expects one thing the spec does not ask
+	// for: its readiness probe fails, so the checks above are real.
+	create(t, ns, allInOne(ns, "all-wrong", vol, ` && test "$MODE" = slow`))
+	framework.Eventually(t, "all-wrong's readiness probe fails", func() (bool, string) {
+		l, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=all-wrong"})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range l.Items {
+			seen = append(seen, e.Reason)
+			if e.Reason == "Unhealthy" && strings.Contains(e.Message, "Readiness probe failed") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(seen)
+	})
+	if p, err := client.CoreV1().Pods(ns).Get(ctx, "all-wrong", metav1.GetOptions{}); err != nil || podspecReady(p) {
+		t.Errorf("all-wrong is Ready (%v)", err)
+	}
+}
+
+// allInOne is the acceptance pod: every feature at once; each container's
+// readiness probe checks what it sees (plus extraCheck).
+func allInOne(ns, name string, vol v1.Volume, extraCheck string) *v1.Pod {
 	mount := []v1.VolumeMount{{Name: "host", MountPath: "/host"}, {Name: "scratch", MountPath: "/scratch"}}
 	fqdn := "all.sub." + ns + ".svc.cluster.local"
 	// What every container checks, in its readiness probe.
 	check := strings.Join([]string{
-		`test "$MODE" = fast`, `test "$TOKEN" = t0k`, `test "$CFG_MODE" = fast`, `test "$WHO" = "all-in-one.` + ns + `"`,
+		`test "$MODE" = fast`, `test "$TOKEN" = t0k`, `test "$CFG_MODE" = fast`, `test "$WHO" = "` + name + `.` + ns + `"`,
 		`test -n "$KUBERNETES_SERVICE_HOST"`,
 		`test "$(hostname)" = ` + fqdn,
 		`grep -q "^nameserver ` + clusterDNS + `$" /etc/resolv.conf`, `grep -q "ndots:5" /etc/resolv.conf`,
@@ -741,7 +773,7 @@ func TestPodSpecAllAtOnce(t *testing.T) {
 		`grep -q "^NoNewPrivs:.*1" /proc/self/status`, `grep -q "^Seccomp:.*2" /proc/self/status`,
 		`test "$(cat /proc/sys/kernel/shm_rmid_forced)" = 1`,
 		`test -f /scratch/poststart-$HOSTNAME_TAG`,
-	}, " && ")
+	}, " && ") + extraCheck
 	ctr := func(name, tag string) v1.Container {
 		return v1.Container{Name: name, Image: testImage, ImagePullPolicy: v1.PullIfNotPresent, VolumeMounts: mount,
 			Command: []string{"/testserver", "--http-port=" + map[string]string{"a": "8080", "b": "8081", "side": "8082"}[tag]},
@@ -766,8 +798,8 @@ func TestPodSpecAllAtOnce(t *testing.T) {
 	side := ctr("side", "side")
 	side.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
 	side.StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8082)}}, PeriodSeconds: 1}
-	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "all-in-one"},
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1.PodSpec{
 			Hostname: "all", Subdomain: "sub", SetHostnameAsFQDN: ptr.To(true),
 			HostAliases:           []v1.HostAlias{{IP: "203.0.113.1", Hostnames: []string{"alias.example"}}},
@@ -785,15 +817,6 @@ func TestPodSpecAllAtOnce(t *testing.T) {
 			},
 			Containers: []v1.Container{ctr("a", "a"), ctr("b", "b")},
 		},
-	}
-	create(t, ns, p)
-	got := waitPod(t, ns, "all-in-one", "Ready", func(p *v1.Pod) bool {
-		return podspecReady(p)
-	})
-	for _, s := range append(got.Status.InitContainerStatuses, got.Status.ContainerStatuses...) {
-		if s.RestartCount != 0 {
-			t.Errorf("%s restarted %d times", s.Name, s.RestartCount)
-		}
 	}
 }
 
