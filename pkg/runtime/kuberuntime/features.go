@@ -11,10 +11,10 @@ import (
 // groups policy. It is read on first need (a pod asking for such a
 // feature), never on the start path of other pods.
 type runtimeFeatures struct {
-	mu      sync.Mutex
-	read    bool
-	userns  map[string]bool
-	sgp     bool
+	mu     sync.Mutex
+	read   bool
+	userns map[string]bool
+	sgp    bool
 }
 
 func (m *Manager) loadFeatures(ctx context.Context) error {

@@ -19,8 +19,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
-	"k8s.io/utils/ptr"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/pkg/pod/dns"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
@@ -193,8 +193,8 @@ func (f fakeObjects) GetSecret(_ context.Context, ns, name string) (*v1.Secret, 
 func TestEnvironmentEndToEnd(t *testing.T) {
 	e := newPSEnv(t, func(o *Options) {
 		o.PodSpec = PodSpecDeps{
-			Objects:  fakeObjects{"team/cfg": {Data: map[string]string{"MODE": "fast", "LEVEL": "3"}}},
-			HostIPs:  []string{"192.0.2.1"},
+			Objects: fakeObjects{"team/cfg": {Data: map[string]string{"MODE": "fast", "LEVEL": "3"}}},
+			HostIPs: []string{"192.0.2.1"},
 			NodeAllocatable: func() v1.ResourceList {
 				return v1.ResourceList{v1.ResourceMemory: resource.MustParse("2Gi")}
 			},
