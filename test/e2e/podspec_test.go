@@ -578,7 +578,7 @@ func TestPodSpecSidecars(t *testing.T) {
 	job := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "job"}, Spec: v1.PodSpec{
 		RestartPolicy:  v1.RestartPolicyNever,
 		Volumes:        []v1.Volume{vol},
-		InitContainers: []v1.Container{sidecar("helper", "while true; do sleep 1; done")},
+		InitContainers: []v1.Container{sidecar("helper", "trap 'exit 0' TERM; while true; do sleep 1; done")},
 		Containers:     []v1.Container{{Name: "main", Image: testImage, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", "sleep 1"}}},
 	}}
 	create(t, ns, job)

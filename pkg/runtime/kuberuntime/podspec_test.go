@@ -441,6 +441,9 @@ func TestPostStartHook(t *testing.T) {
 	if got := steps(r); got != "CreatePodSandbox StartInitContainer:side" {
 		t.Fatalf("first sync: %s", got)
 	}
+	if r.RetryAfter() != SidecarStartedRetry {
+		t.Errorf("a started sidecar must ask for the next round at once, RetryAfter %v", r.RetryAfter())
+	}
 	if got := e.rs.eventLog(); len(got) != 1 || got[0] != "exec:side:hook" {
 		t.Errorf("sidecar hook: %v", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -132,6 +133,13 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 			return res
 		}
 		step := m.startContainer(ctx, pod, s, sandboxID, sandboxCfg, podIPs, status)
+		if step.Err == nil && podspec.IsSidecar(&pod.Spec.InitContainers[s.Index]) && pod.Spec.InitContainers[s.Index].StartupProbe == nil {
+			// A running sidecar lets initialization go on at once, but
+			// nothing else would wake the pod (the runtime shows no exit,
+			// and a probe result only comes with a startup probe): ask for
+			// the next round now.
+			step.RetryAfter = SidecarStartedRetry
+		}
 		add(step)
 		if step.Err != nil {
 			return res
@@ -150,6 +158,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	}
 	return res
 }
+
+// SidecarStartedRetry is the RetryAfter of a sidecar start without a
+// startup probe: the caller should sync the pod again right away to start
+// what comes after it.
+const SidecarStartedRetry = time.Millisecond
 
 // pruneOldInstances removes exited instances of a container older than the
 // one that ran just before the new one: a crash loop keeps the previous
