@@ -555,6 +555,9 @@ func TestPodSpecSidecars(t *testing.T) {
 		return ready
 	})
 	var slowStarted, checkStarted metav1.Time
+	for _, s := range append(got.Status.InitContainerStatuses, got.Status.ContainerStatuses...) {
+		t.Logf("%s: %+v", s.Name, s.State)
+	}
 	for _, s := range got.Status.InitContainerStatuses {
 		switch {
 		case s.Name == "slow" && s.State.Running != nil:
@@ -582,7 +585,10 @@ func TestPodSpecSidecars(t *testing.T) {
 		Containers:     []v1.Container{{Name: "main", Image: testImage, ImagePullPolicy: v1.PullIfNotPresent, Command: []string{"sh", "-c", "sleep 1"}}},
 	}}
 	create(t, ns, job)
-	waitPod(t, ns, "job", "Succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	done := waitPod(t, ns, "job", "Succeeded", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	for _, s := range append(done.Status.InitContainerStatuses, done.Status.ContainerStatuses...) {
+		t.Logf("job %s: %+v", s.Name, s.State)
+	}
 }
 
 func TestPodSpecEphemeralContainers(t *testing.T) {
