@@ -248,7 +248,7 @@ func TestImplementedFieldsAreRealFields(t *testing.T) {
 		known[k] = true
 	}
 	for _, f := range []string{"staticPodPath", "staticPodURL", "staticPodURLHeader", "clusterDNS", "clusterDomain",
-		"registerWithTaints", "providerID", "kubeReserved", "systemReserved", "imageServiceEndpoint", "maxParallelImagePulls", "readOnlyPort"} {
+		"registerWithTaints", "providerID", "kubeReserved", "systemReserved", "imageServiceEndpoint", "maxParallelImagePulls", "readOnlyPort", "allowedUnsafeSysctls"} {
 		known[f] = true
 	}
 	for _, f := range ImplementedFields {

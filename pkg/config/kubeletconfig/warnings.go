@@ -36,6 +36,8 @@ var ImplementedFields = []string{
 	"kubeReserved", "systemReserved", "evictionHard", "mergeDefaultEvictionSettings", "failSwapOn",
 	// Networking and DNS.
 	"clusterDNS", "clusterDomain", "resolvConf", "hairpinMode",
+	// Pod security.
+	"allowedUnsafeSysctls", "seccompDefault",
 	// Logs.
 	"podLogsDir", "containerLogMaxSize", "containerLogMaxFiles",
 }

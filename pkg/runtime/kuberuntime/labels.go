@@ -24,6 +24,9 @@ const (
 	AnnotationTerminationGracePeriod   = "io.kubernetes.pod.terminationGracePeriod"
 	AnnotationContainerPorts           = "io.kubernetes.container.ports"
 	AnnotationContainerImage           = "io.kubernetes.container.image"
+	// AnnotationPreStopHandler holds the container's preStop handler as
+	// JSON, for killing it without its pod spec.
+	AnnotationPreStopHandler = "io.kubernetes.container.preStopHandler"
 )
 
 func sandboxLabels(pod *v1.Pod) map[string]string {
@@ -51,7 +54,7 @@ func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
 	return l
 }
 
-func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[string]string {
+func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[string]string, error) {
 	a := map[string]string{
 		AnnotationContainerHash:            strconv.FormatUint(HashContainer(c), 16),
 		AnnotationRestartCount:             strconv.Itoa(restartCount),
@@ -67,7 +70,14 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[st
 			a[AnnotationContainerPorts] = string(b)
 		}
 	}
-	return a
+	preStop, err := preStopAnnotation(c)
+	if err != nil {
+		return nil, err
+	}
+	if preStop != "" {
+		a[AnnotationPreStopHandler] = preStop
+	}
+	return a, nil
 }
 
 // podIdentity is what labels tell about the pod an object belongs to.
@@ -92,6 +102,8 @@ type containerInfo struct {
 	RestartCount int
 	GracePeriod  *int64
 	Image        string
+	// PreStop is the preStop handler recorded at creation, if any.
+	PreStop *v1.LifecycleHandler
 }
 
 func containerInfoFrom(labels, annotations map[string]string, md *runtimeapi.ContainerMetadata) containerInfo {
@@ -109,6 +121,12 @@ func containerInfoFrom(labels, annotations map[string]string, md *runtimeapi.Con
 	}
 	if g, err := strconv.ParseInt(annotations[AnnotationTerminationGracePeriod], 10, 64); err == nil {
 		ci.GracePeriod = &g
+	}
+	if h := annotations[AnnotationPreStopHandler]; h != "" {
+		var handler v1.LifecycleHandler
+		if json.Unmarshal([]byte(h), &handler) == nil {
+			ci.PreStop = &handler
+		}
 	}
 	return ci
 }
