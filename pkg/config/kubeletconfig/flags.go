@@ -11,6 +11,10 @@ import (
 
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+	cliflag "k8s.io/component-base/cli/flag"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	// The JSON log format (--logging-format=json, logging.format: json).
+	_ "k8s.io/component-base/logs/json/register"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -24,6 +28,8 @@ import (
 // the command line (pflag's Changed), never through their default.
 type Options struct {
 	ConfigFile              string
+	ConfigDir               string
+	FeatureGates            map[string]bool
 	KubeconfigPath          string
 	BootstrapKubeconfigPath string
 	HostnameOverride        string
@@ -39,6 +45,9 @@ type Options struct {
 	// configuration, keyed by flag name.
 	overrides map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration)
 	fs        *pflag.FlagSet
+	// compat are the upstream kubelet's flags this kubelet accepts without
+	// implementing them (see addCompatFlags).
+	compat map[string]bool
 
 	// hostname returns the machine's hostname; os.Hostname unless a test
 	// replaces it.
@@ -48,8 +57,9 @@ type Options struct {
 // NewOptions returns Options holding the flag defaults.
 func NewOptions() *Options {
 	return &Options{
-		RootDir:    DefaultRootDir,
-		NodeLabels: map[string]string{},
+		RootDir:      DefaultRootDir,
+		NodeLabels:   map[string]string{},
+		FeatureGates: map[string]bool{},
 		flagCfg:    *NewDefaultConfig(),
 		overrides:  map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration){},
 		hostname:   os.Hostname,
@@ -86,6 +96,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	c := &o.flagCfg
 
 	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "Path to a KubeletConfiguration file (YAML or JSON) to load the configuration from; relative paths start at the working directory. Flags given on the command line override values from this file. Without it, built-in defaults are used.")
+	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "Directory of drop-in KubeletConfiguration files: every *.conf file under it, in lexical order of path, is merged (JSON merge patch) onto the --config file (or the defaults). Flags given on the command line still win.")
+	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates", "Feature gates, as comma-separated key=value pairs, merged over the config file's featureGates. Every gate of the upstream kubelet "+upstreamVersion+" is accepted; unknown gates are refused. Gates this kubelet does not act on (all but "+strings.Join(sortedKeysBool(ActedOnFeatureGates), ", ")+") warn when set to a non-default value.")
 	fs.StringVar(&o.KubeconfigPath, "kubeconfig", o.KubeconfigPath, "Path to a kubeconfig file saying how to reach the API server. Without it the kubelet runs standalone (static pods only).")
 	fs.StringVar(&o.BootstrapKubeconfigPath, "bootstrap-kubeconfig", o.BootstrapKubeconfigPath, "Path to a kubeconfig used to request a client certificate when the --kubeconfig file does not exist yet; the resulting credentials are written to --kubeconfig and certificates to --cert-dir.")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Node name to use instead of the machine's hostname.")
@@ -133,6 +145,24 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(c.KubeAPIQPS, "kube-api-qps", *c.KubeAPIQPS, "Queries per second allowed towards the API server (must be >= 0). Events and node heartbeats are limited separately.")
 	o.bind("kube-api-burst", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeAPIBurst = s.KubeAPIBurst })
 	fs.Int32Var(&c.KubeAPIBurst, "kube-api-burst", c.KubeAPIBurst, "Burst of requests allowed towards the API server (must be >= 0).")
+
+	// Logging: --logging-format (text, json), -v, --vmodule,
+	// --log-flush-frequency and the [Alpha] stream options, bound to the
+	// configuration's logging stanza as upstream does.
+	logsapi.AddFlags(&c.Logging, fs)
+	for name, copyField := range map[string]func(d, s *logsapi.LoggingConfiguration){
+		"logging-format":            func(d, s *logsapi.LoggingConfiguration) { d.Format = s.Format },
+		"log-flush-frequency":       func(d, s *logsapi.LoggingConfiguration) { d.FlushFrequency = s.FlushFrequency },
+		"v":                         func(d, s *logsapi.LoggingConfiguration) { d.Verbosity = s.Verbosity },
+		"vmodule":                   func(d, s *logsapi.LoggingConfiguration) { d.VModule = s.VModule },
+		"log-text-split-stream":     func(d, s *logsapi.LoggingConfiguration) { d.Options.Text.SplitStream = s.Options.Text.SplitStream },
+		"log-text-info-buffer-size": func(d, s *logsapi.LoggingConfiguration) { d.Options.Text.InfoBufferSize = s.Options.Text.InfoBufferSize },
+		"log-json-split-stream":     func(d, s *logsapi.LoggingConfiguration) { d.Options.JSON.SplitStream = s.Options.JSON.SplitStream },
+		"log-json-info-buffer-size": func(d, s *logsapi.LoggingConfiguration) { d.Options.JSON.InfoBufferSize = s.Options.JSON.InfoBufferSize },
+	} {
+		o.bind(name, func(d, s *kubeletv1beta1.KubeletConfiguration) { copyField(&d.Logging, &s.Logging) })
+	}
+	o.addCompatFlags(fs)
 }
 
 func (o *Options) bind(name string, f func(dst, src *kubeletv1beta1.KubeletConfiguration)) {
@@ -159,19 +189,50 @@ func (o *Options) Settings() (*Settings, error) {
 		if err != nil {
 			return nil, err
 		}
-		warnings = append(warnings, UnimplementedFieldWarnings(cfg, o.ConfigFile)...)
 	} else {
 		cfg = NewDefaultConfig()
 	}
+	var dropIns []string
+	if o.ConfigDir != "" {
+		var dropInWarnings []string
+		cfg, dropIns, dropInWarnings, err = MergeDropIns(cfg, o.ConfigDir)
+		if err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, dropInWarnings...)
+	}
+	warnings = append(warnings, UnimplementedFieldWarnings(cfg, o.configFiles())...)
 	o.applyFlags(cfg)
+	// Flag gates are merged over the file's, flags winning, as upstream.
+	if len(o.FeatureGates) > 0 {
+		if cfg.FeatureGates == nil {
+			cfg.FeatureGates = map[string]bool{}
+		}
+		for k, v := range o.FeatureGates {
+			cfg.FeatureGates[k] = v
+		}
+	}
 	if o.fs.Changed("pod-infra-container-image") {
 		warnings = append(warnings, "flag --pod-infra-container-image is ignored: the container runtime chooses the sandbox image (set it in the runtime's configuration, e.g. containerd's sandbox_image)")
 	}
+	warnings = append(warnings, o.compatFlagWarnings()...)
 
 	errs := Validate(cfg)
+	gates, err := NewFeatureGate()
+	if err != nil {
+		return nil, err
+	}
+	if err := gates.SetFromMap(cfg.FeatureGates); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("featureGates"), cfg.FeatureGates, err.Error()))
+	} else {
+		warnings = append(warnings, FeatureGateWarnings(cfg.FeatureGates, "featureGates")...)
+	}
 	s := &Settings{
 		Config:                  cfg,
 		ConfigFile:              o.ConfigFile,
+		ConfigDir:               o.ConfigDir,
+		DropIns:                 dropIns,
+		FeatureGates:            gates,
 		KubeconfigPath:          o.KubeconfigPath,
 		BootstrapKubeconfigPath: o.BootstrapKubeconfigPath,
 		RootDir:                 o.RootDir,
@@ -208,10 +269,25 @@ func (o *Options) Settings() (*Settings, error) {
 }
 
 func (o *Options) configSource() string {
-	if o.ConfigFile == "" {
+	if o.ConfigFile == "" && o.ConfigDir == "" {
 		return ""
 	}
-	return " (config file " + o.ConfigFile + " and flags)"
+	return " (" + o.configFiles() + " and flags)"
+}
+
+// configFiles names where the configuration came from, for messages.
+func (o *Options) configFiles() string {
+	var parts []string
+	if o.ConfigFile != "" {
+		parts = append(parts, "config file "+o.ConfigFile)
+	}
+	if o.ConfigDir != "" {
+		parts = append(parts, "drop-ins in "+o.ConfigDir)
+	}
+	if len(parts) == 0 {
+		return "default configuration"
+	}
+	return strings.Join(parts, " with ")
 }
 
 func joinErrors(errs field.ErrorList) string {
