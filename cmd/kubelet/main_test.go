@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"k8s.io/component-base/featuregate"
-	"k8s.io/klog/v2"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 )

@@ -14,9 +14,9 @@ import (
 	cliflag "k8s.io/component-base/cli/flag"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	// The JSON log format (--logging-format=json, logging.format: json).
-	_ "k8s.io/component-base/logs/json/register"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	_ "k8s.io/component-base/logs/json/register"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/ptr"
@@ -60,9 +60,9 @@ func NewOptions() *Options {
 		RootDir:      DefaultRootDir,
 		NodeLabels:   map[string]string{},
 		FeatureGates: map[string]bool{},
-		flagCfg:    *NewDefaultConfig(),
-		overrides:  map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration){},
-		hostname:   os.Hostname,
+		flagCfg:      *NewDefaultConfig(),
+		overrides:    map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration){},
+		hostname:     os.Hostname,
 	}
 }
 
@@ -151,14 +151,18 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	// configuration's logging stanza as upstream does.
 	logsapi.AddFlags(&c.Logging, fs)
 	for name, copyField := range map[string]func(d, s *logsapi.LoggingConfiguration){
-		"logging-format":            func(d, s *logsapi.LoggingConfiguration) { d.Format = s.Format },
-		"log-flush-frequency":       func(d, s *logsapi.LoggingConfiguration) { d.FlushFrequency = s.FlushFrequency },
-		"v":                         func(d, s *logsapi.LoggingConfiguration) { d.Verbosity = s.Verbosity },
-		"vmodule":                   func(d, s *logsapi.LoggingConfiguration) { d.VModule = s.VModule },
-		"log-text-split-stream":     func(d, s *logsapi.LoggingConfiguration) { d.Options.Text.SplitStream = s.Options.Text.SplitStream },
-		"log-text-info-buffer-size": func(d, s *logsapi.LoggingConfiguration) { d.Options.Text.InfoBufferSize = s.Options.Text.InfoBufferSize },
-		"log-json-split-stream":     func(d, s *logsapi.LoggingConfiguration) { d.Options.JSON.SplitStream = s.Options.JSON.SplitStream },
-		"log-json-info-buffer-size": func(d, s *logsapi.LoggingConfiguration) { d.Options.JSON.InfoBufferSize = s.Options.JSON.InfoBufferSize },
+		"logging-format":        func(d, s *logsapi.LoggingConfiguration) { d.Format = s.Format },
+		"log-flush-frequency":   func(d, s *logsapi.LoggingConfiguration) { d.FlushFrequency = s.FlushFrequency },
+		"v":                     func(d, s *logsapi.LoggingConfiguration) { d.Verbosity = s.Verbosity },
+		"vmodule":               func(d, s *logsapi.LoggingConfiguration) { d.VModule = s.VModule },
+		"log-text-split-stream": func(d, s *logsapi.LoggingConfiguration) { d.Options.Text.SplitStream = s.Options.Text.SplitStream },
+		"log-text-info-buffer-size": func(d, s *logsapi.LoggingConfiguration) {
+			d.Options.Text.InfoBufferSize = s.Options.Text.InfoBufferSize
+		},
+		"log-json-split-stream": func(d, s *logsapi.LoggingConfiguration) { d.Options.JSON.SplitStream = s.Options.JSON.SplitStream },
+		"log-json-info-buffer-size": func(d, s *logsapi.LoggingConfiguration) {
+			d.Options.JSON.InfoBufferSize = s.Options.JSON.InfoBufferSize
+		},
 	} {
 		o.bind(name, func(d, s *kubeletv1beta1.KubeletConfiguration) { copyField(&d.Logging, &s.Logging) })
 	}
