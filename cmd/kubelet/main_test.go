@@ -205,11 +205,15 @@ func TestUpstreamFlagsAcceptedWithWarning(t *testing.T) {
 	var got *kubeletconfig.Settings
 	run := func(_ context.Context, s *kubeletconfig.Settings) error { got = s; return nil }
 	_, _, err := execute(t, run, "--hostname-override=n1", "--root-dir", t.TempDir(),
-		"--cpu-manager-policy=static", "--protect-kernel-defaults", "--eviction-hard", "memory.available<1Gi")
+		"--cpu-manager-policy=static", "--protect-kernel-defaults", "--image-gc-high-threshold", "90",
+		"--eviction-hard", "memory.available<1Gi", "--cluster-dns=10.0.0.10,10.0.0.11")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"--cpu-manager-policy", "--protect-kernel-defaults", "--eviction-hard"} {
+	if got.Config.EvictionHard["memory.available"] != "1Gi" || len(got.Config.EvictionHard) != 1 || strings.Join(got.Config.ClusterDNS, ",") != "10.0.0.10,10.0.0.11" {
+		t.Errorf("implemented upstream flags not applied: evictionHard=%v clusterDNS=%v", got.Config.EvictionHard, got.Config.ClusterDNS)
+	}
+	for _, f := range []string{"--cpu-manager-policy", "--protect-kernel-defaults", "--image-gc-high-threshold"} {
 		found := false
 		for _, w := range got.Warnings {
 			if strings.Contains(w, f+" ") {

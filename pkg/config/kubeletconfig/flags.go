@@ -69,24 +69,44 @@ func NewOptions() *Options {
 // ConfigFlagNames maps each flag that overrides a config field to the
 // field's JSON name.
 var ConfigFlagNames = map[string]string{
-	"container-runtime-endpoint": "containerRuntimeEndpoint",
-	"pod-manifest-path":          "staticPodPath",
-	"manifest-url":               "staticPodURL",
-	"register-with-taints":       "registerWithTaints",
-	"register-node":              "registerNode",
-	"healthz-port":               "healthzPort",
-	"healthz-bind-address":       "healthzBindAddress",
-	"read-only-port":             "readOnlyPort",
-	"address":                    "address",
-	"port":                       "port",
-	"max-pods":                   "maxPods",
-	"cgroup-driver":              "cgroupDriver",
-	"fail-swap-on":               "failSwapOn",
-	"sync-frequency":             "syncFrequency",
-	"file-check-frequency":       "fileCheckFrequency",
-	"http-check-frequency":       "httpCheckFrequency",
-	"kube-api-qps":               "kubeAPIQPS",
-	"kube-api-burst":             "kubeAPIBurst",
+	"container-runtime-endpoint":      "containerRuntimeEndpoint",
+	"pod-manifest-path":               "staticPodPath",
+	"manifest-url":                    "staticPodURL",
+	"register-with-taints":            "registerWithTaints",
+	"register-node":                   "registerNode",
+	"healthz-port":                    "healthzPort",
+	"healthz-bind-address":            "healthzBindAddress",
+	"read-only-port":                  "readOnlyPort",
+	"address":                         "address",
+	"port":                            "port",
+	"max-pods":                        "maxPods",
+	"cgroup-driver":                   "cgroupDriver",
+	"fail-swap-on":                    "failSwapOn",
+	"sync-frequency":                  "syncFrequency",
+	"file-check-frequency":            "fileCheckFrequency",
+	"http-check-frequency":            "httpCheckFrequency",
+	"kube-api-qps":                    "kubeAPIQPS",
+	"kube-api-burst":                  "kubeAPIBurst",
+	"cluster-domain":                  "clusterDomain",
+	"cluster-dns":                     "clusterDNS",
+	"cgroup-root":                     "cgroupRoot",
+	"resolv-conf":                     "resolvConf",
+	"allowed-unsafe-sysctls":          "allowedUnsafeSysctls",
+	"seccomp-default":                 "seccompDefault",
+	"image-service-endpoint":          "imageServiceEndpoint",
+	"runtime-request-timeout":         "runtimeRequestTimeout",
+	"serialize-image-pulls":           "serializeImagePulls",
+	"node-status-update-frequency":    "nodeStatusUpdateFrequency",
+	"event-qps":                       "eventRecordQPS",
+	"event-burst":                     "eventBurst",
+	"provider-id":                     "providerID",
+	"kube-api-content-type":           "contentType",
+	"enable-controller-attach-detach": "enableControllerAttachDetach",
+	"kube-reserved":                   "kubeReserved",
+	"system-reserved":                 "systemReserved",
+	"eviction-hard":                   "evictionHard",
+	"logging-format":                  "logging",
+	"feature-gates":                   "featureGates",
 }
 
 // AddFlags registers the kubelet's flags on fs. It does not register klog's
@@ -145,6 +165,50 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(c.KubeAPIQPS, "kube-api-qps", *c.KubeAPIQPS, "Queries per second allowed towards the API server (must be >= 0). Events and node heartbeats are limited separately.")
 	o.bind("kube-api-burst", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeAPIBurst = s.KubeAPIBurst })
 	fs.Int32Var(&c.KubeAPIBurst, "kube-api-burst", c.KubeAPIBurst, "Burst of requests allowed towards the API server (must be >= 0).")
+
+	// Flags of the upstream kubelet for other implemented fields.
+	o.bind("cluster-domain", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ClusterDomain = s.ClusterDomain })
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "Domain of the cluster; pods' DNS search paths start with it (clusterDomain).")
+	o.bind("cluster-dns", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ClusterDNS = s.ClusterDNS })
+	fs.StringSliceVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "Comma-separated DNS server IPs for pods with dnsPolicy ClusterFirst (clusterDNS).")
+	o.bind("cgroup-root", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.CgroupRoot = s.CgroupRoot })
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "Root cgroup under which pods' cgroups are placed (cgroupRoot).")
+	o.bind("resolv-conf", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ResolverConfig = ptr.To(*s.ResolverConfig) })
+	fs.StringVar(c.ResolverConfig, "resolv-conf", *c.ResolverConfig, "Resolver configuration file that pods with dnsPolicy Default inherit (resolvConf; \"\" for none).")
+	o.bind("allowed-unsafe-sysctls", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.AllowedUnsafeSysctls = s.AllowedUnsafeSysctls })
+	fs.StringSliceVar(&c.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", c.AllowedUnsafeSysctls, "Comma-separated unsafe sysctls or patterns (ending in *) pods may set (allowedUnsafeSysctls).")
+	o.bind("seccomp-default", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.SeccompDefault = ptr.To(*s.SeccompDefault) })
+	fs.BoolVar(c.SeccompDefault, "seccomp-default", *c.SeccompDefault, "Use the runtime's default seccomp profile for containers that set none (seccompDefault).")
+	o.bind("image-service-endpoint", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ImageServiceEndpoint = s.ImageServiceEndpoint })
+	fs.StringVar(&c.ImageServiceEndpoint, "image-service-endpoint", c.ImageServiceEndpoint, "Endpoint of the CRI image service, when not the runtime endpoint (imageServiceEndpoint).")
+	o.bind("runtime-request-timeout", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.RuntimeRequestTimeout = s.RuntimeRequestTimeout })
+	fs.DurationVar(&c.RuntimeRequestTimeout.Duration, "runtime-request-timeout", c.RuntimeRequestTimeout.Duration, "Timeout of CRI requests except long-running ones (runtimeRequestTimeout).")
+	o.bind("serialize-image-pulls", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.SerializeImagePulls = ptr.To(*s.SerializeImagePulls)
+	})
+	fs.BoolVar(c.SerializeImagePulls, "serialize-image-pulls", *c.SerializeImagePulls, "Pull images one at a time (serializeImagePulls).")
+	o.bind("node-status-update-frequency", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.NodeStatusUpdateFrequency = s.NodeStatusUpdateFrequency
+	})
+	fs.DurationVar(&c.NodeStatusUpdateFrequency.Duration, "node-status-update-frequency", c.NodeStatusUpdateFrequency.Duration, "How often the node's status is computed and, when changed, posted (nodeStatusUpdateFrequency).")
+	o.bind("event-qps", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EventRecordQPS = ptr.To(*s.EventRecordQPS) })
+	fs.Int32Var(c.EventRecordQPS, "event-qps", *c.EventRecordQPS, "Events per second the kubelet may create (eventRecordQPS; 0: unlimited).")
+	o.bind("event-burst", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EventBurst = s.EventBurst })
+	fs.Int32Var(&c.EventBurst, "event-burst", c.EventBurst, "Burst of event creations (eventBurst).")
+	o.bind("provider-id", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ProviderID = s.ProviderID })
+	fs.StringVar(&c.ProviderID, "provider-id", c.ProviderID, "The node's provider ID, set on the Node at registration (providerID).")
+	o.bind("kube-api-content-type", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ContentType = s.ContentType })
+	fs.StringVar(&c.ContentType, "kube-api-content-type", c.ContentType, "Content type of requests to the API server (contentType).")
+	o.bind("enable-controller-attach-detach", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.EnableControllerAttachDetach = ptr.To(*s.EnableControllerAttachDetach)
+	})
+	fs.BoolVar(c.EnableControllerAttachDetach, "enable-controller-attach-detach", *c.EnableControllerAttachDetach, "Let the attach/detach controller manage this node's volumes (enableControllerAttachDetach; announced on the Node).")
+	o.bind("kube-reserved", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeReserved = s.KubeReserved })
+	fs.Var(cliflag.NewMapStringString(&c.KubeReserved), "kube-reserved", "Resources reserved for Kubernetes system daemons, as name=quantity pairs (kubeReserved).")
+	o.bind("system-reserved", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.SystemReserved = s.SystemReserved })
+	fs.Var(cliflag.NewMapStringString(&c.SystemReserved), "system-reserved", "Resources reserved for the OS's daemons, as name=quantity pairs (systemReserved).")
+	o.bind("eviction-hard", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EvictionHard = s.EvictionHard })
+	fs.Var(cliflag.NewLangleSeparatedMapStringString(&c.EvictionHard), "eviction-hard", "Hard eviction thresholds, as signal<value pairs, e.g. memory.available<1Gi (evictionHard; replaces the whole map).")
 
 	// Logging: --logging-format (text, json), -v, --vmodule,
 	// --log-flush-frequency and the [Alpha] stream options, bound to the
