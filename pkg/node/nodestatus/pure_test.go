@@ -286,9 +286,10 @@ func TestStatusPatchCarriesUIDAndNoSpec(t *testing.T) {
 // stale second InternalIP.
 func TestStatusPatchReplacesChangedAddresses(t *testing.T) {
 	old := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u1"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
-		{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeInternalIP, Address: "fd00::1"}, {Type: v1.NodeHostName, Address: "n"}}}}
+		{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeHostName, Address: "n"}}}}
 	upd := old.DeepCopy()
-	upd.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.2"}, {Type: v1.NodeHostName, Address: "n"}}
+	// A second address of the same type (dual stack added).
+	upd.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeInternalIP, Address: "fd00::1"}, {Type: v1.NodeHostName, Address: "n"}}
 	patch, err := StatusPatch(old, upd)
 	if err != nil {
 		t.Fatal(err)
