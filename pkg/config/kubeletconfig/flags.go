@@ -3,7 +3,6 @@ package kubeletconfig
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	cliflag "k8s.io/component-base/cli/flag"
+	nodeutil "k8s.io/component-helpers/node/util"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	// The JSON log format (--logging-format=json, logging.format: json).
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
@@ -422,35 +422,22 @@ func NewSettings(args []string) (*Settings, error) {
 	return o.Settings()
 }
 
-// ParseNodeIPs parses the --node-ip value: empty, one IP, or two IPs of
-// different families separated by a comma. An unspecified address
-// (0.0.0.0 or ::) is allowed only alone; it asks for the default address
-// of that family. The result holds the IPs in canonical form.
+// ParseNodeIPs parses the --node-ip value with upstream's own parser
+// (component-helpers' ParseNodeIPArgument): empty, one IP, or an IPv4 and
+// an IPv6 separated by a comma; 0.0.0.0 or :: (the default address of that
+// family) only alone. Upstream logs and ignores entries that are not IPs;
+// here they are an error, so a typo never silently changes the node's
+// address. The result holds the IPs in canonical form.
 func ParseNodeIPs(s string) ([]string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
+	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	parts := strings.Split(s, ",")
-	if len(parts) > 2 {
-		return nil, fmt.Errorf("at most two addresses (one IPv4, one IPv6) may be given, got %d", len(parts))
+	ips, invalid, err := nodeutil.ParseNodeIPArgument(s, "")
+	if len(invalid) > 0 {
+		return nil, fmt.Errorf("%s: not an IP address", strings.Join(invalid, ", "))
 	}
-	var ips []net.IP
-	for _, p := range parts {
-		p = strings.TrimSpace(p)
-		ip := net.ParseIP(p)
-		if ip == nil {
-			return nil, fmt.Errorf("%q is not an IP address", p)
-		}
-		ips = append(ips, ip)
-	}
-	if len(ips) == 2 {
-		if (ips[0].To4() == nil) == (ips[1].To4() == nil) {
-			return nil, errors.New("two addresses must be one IPv4 and one IPv6")
-		}
-		if ips[0].IsUnspecified() || ips[1].IsUnspecified() {
-			return nil, errors.New("an unspecified address (0.0.0.0 or ::) cannot be part of a dual-stack pair")
-		}
+	if err != nil {
+		return nil, err
 	}
 	out := make([]string, len(ips))
 	for i, ip := range ips {
