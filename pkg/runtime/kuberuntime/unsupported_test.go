@@ -1,6 +1,8 @@
 package kuberuntime
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,5 +32,20 @@ func TestUnsupportedFields(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, tc.want)
 		}
+	}
+}
+
+func TestRestartCountFromLogs(t *testing.T) {
+	dir := t.TempDir()
+	if n := restartCountFromLogs(filepath.Join(dir, "missing")); n != 0 {
+		t.Errorf("no directory: %d", n)
+	}
+	for _, f := range []string{"0.log", "3.log", "2.log", "7.log.20260101-000000", "x.log"} {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := restartCountFromLogs(dir); n != 4 {
+		t.Errorf("got %d, want 4 (after 3.log; rotated and other files ignored)", n)
 	}
 }
