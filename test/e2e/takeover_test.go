@@ -184,6 +184,35 @@ authorization:
 		if restarts > 0 {
 			t.Fatalf("%d containers restarted when %s took over", restarts, step.toName)
 		}
+		if step.to != ours {
+			continue
+		}
+		// Pods this kubelet creates (one crashing once, so its restart
+		// count is written by this kubelet; one static) must survive the
+		// way back too.
+		extra := takeoverPods()[3].DeepCopy()
+		extra.Name = "by-ours"
+		if _, err := client.CoreV1().Pods(ns).Create(context.Background(), extra, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		manifest := strings.Replace(staticTakeoverManifest, "name: static-web", "name: static-ours", 1)
+		if err := os.WriteFile(filepath.Join(static, "static-ours.yaml"), []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		added := []string{ns + "/by-ours", "kube-system/static-ours-" + strings.ToLower(nodeName)}
+		for _, n := range added {
+			waitTakeoverPod(t, n, "running and ready under this kubelet", func(p *v1.Pod) bool {
+				if !running(p) {
+					return false
+				}
+				if strings.HasSuffix(n, "/by-ours") {
+					return p.Status.ContainerStatuses[0].RestartCount == 1
+				}
+				return true
+			})
+		}
+		names = append(names, added...)
+		before = snapshotPods(t, names)
 	}
 }
 
