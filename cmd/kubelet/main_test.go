@@ -184,10 +184,14 @@ func TestJSONLogFormat(t *testing.T) {
 	}
 
 	cfg := filepath.Join(dir, "k.yaml")
-	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nlogging:\n  format: json\n"), 0o600)
+	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nlogging:\n  format: json\ncpuManagerPolicy: static\n"), 0o600)
 	code, out = runMain(t, "--config", cfg, "--hostname-override=n1", "--root-dir", dir)
 	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "{") {
 		t.Errorf("logging.format json in the file: exit %d, output:\n%s", code, out)
+	}
+	// The unimplemented field is named in a logged warning.
+	if !strings.Contains(out, `cpuManagerPolicy`) || !strings.Contains(out, "not implemented") {
+		t.Errorf("no warning naming cpuManagerPolicy:\n%s", out)
 	}
 	code, out = runMain(t, "--hostname-override=n1", "--root-dir", dir)
 	if code != 0 || !strings.Contains(out, `"Starting kubelet"`) || strings.HasPrefix(strings.TrimSpace(out), "{") {
