@@ -270,6 +270,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, s ContainerTo
 		return step
 	}
 	m.opts.Recorder.Eventf(ref, v1.EventTypeNormal, EventStarted, "Started container %s", c.Name)
+	if err := m.linkContainerLog(pod.Name, pod.Namespace, c.Name, id, filepath.Join(sandbox.GetLogDirectory(), cfg.GetLogPath())); err != nil {
+		logger.Info("Linking the container log failed", "pod", klog.KObj(pod), "container", c.Name, "err", err)
+	}
 	logger.V(2).Info("Started container", "pod", klog.KObj(pod), "container", c.Name, "containerID", id, "restartCount", s.RestartCount)
 
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
