@@ -57,6 +57,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	ctx = klog.NewContext(ctx, log)
 	cfg := s.Config
 
+	if err := checkSwap(cfg.FailSwapOn == nil || *cfg.FailSwapOn, "/proc/swaps"); err != nil {
+		return err
+	}
 	if err := prepareDirs(s.RootDir); err != nil {
 		return err
 	}

@@ -250,7 +250,7 @@ func ComputePodActionsWith(pod *v1.Pod, status *container.PodStatus, bo BackoffS
 		}
 		switch latest.State {
 		case container.StateRunning:
-			if latest.Hash != HashContainer(c) {
+			if containerChanged(c, latest.Hash) {
 				a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: latest.ID, Name: c.Name, Reason: KillReasonSpecChanged,
 					Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 				a.ContainersToStart = append(a.ContainersToStart, start)
@@ -329,7 +329,7 @@ func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandb
 		}
 		switch {
 		case s.State == container.StateRunning:
-			if sidecar && s.Hash != HashContainer(c) {
+			if sidecar && containerChanged(c, s.Hash) {
 				a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Reason: KillReasonSpecChanged,
 					Message: fmt.Sprintf("Init container %s definition changed, will be restarted", c.Name)})
 				a.InitContainersToStart = append(a.InitContainersToStart, start)

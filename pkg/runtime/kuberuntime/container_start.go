@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -242,7 +243,14 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, s ContainerTo
 		}
 	}
 
-	cfg, err := m.containerConfig(ctx, pod, c, s.RestartCount, imageRef, sandbox, podIPs, target)
+	restartCount := s.RestartCount
+	if status.Latest(c.Name) == nil {
+		// No instance left in the runtime (its state was lost, e.g. after
+		// a reboot): continue after the newest log file, as upstream does,
+		// rather than write over 0.log.
+		restartCount = restartCountFromLogs(filepath.Join(PodLogDir(m.opts.PodLogsDir, pod.Namespace, pod.Name, string(pod.UID)), c.Name))
+	}
+	cfg, err := m.containerConfig(ctx, pod, c, restartCount, imageRef, sandbox, podIPs, target)
 	if err != nil {
 		logger.Info("Container configuration failed", "pod", klog.KObj(pod), "container", c.Name, "err", err)
 		m.opts.Recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %v", err)
@@ -262,6 +270,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, s ContainerTo
 		return step
 	}
 	m.opts.Recorder.Eventf(ref, v1.EventTypeNormal, EventStarted, "Started container %s", c.Name)
+	if err := m.linkContainerLog(pod.Name, pod.Namespace, c.Name, id, filepath.Join(sandbox.GetLogDirectory(), cfg.GetLogPath())); err != nil {
+		logger.Info("Linking the container log failed", "pod", klog.KObj(pod), "container", c.Name, "err", err)
+	}
 	logger.V(2).Info("Started container", "pod", klog.KObj(pod), "container", c.Name, "containerID", id, "restartCount", s.RestartCount)
 
 	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
@@ -310,4 +321,25 @@ func preStopAnnotation(c *v1.Container) (string, error) {
 		return "", fmt.Errorf("encoding the preStop handler: %w", err)
 	}
 	return string(b), nil
+}
+
+// restartCountFromLogs returns the restart count a new instance gets when
+// the runtime has none: one more than the highest <n>.log in the
+// container's log directory, 0 when there is none.
+func restartCountFromLogs(dir string) int {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	next := 0
+	for _, e := range entries {
+		n, err := strconv.Atoi(strings.TrimSuffix(e.Name(), ".log"))
+		if err != nil || !strings.HasSuffix(e.Name(), ".log") {
+			continue
+		}
+		if n+1 > next {
+			next = n + 1
+		}
+	}
+	return next
 }

@@ -204,7 +204,9 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	for _, c := range ctrs {
 		if err := m.runtime.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing container %s: %w", c.Id, err))
+			continue
 		}
+		m.unlinkContainerLog(c.Id)
 	}
 	sbs, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {

@@ -22,8 +22,13 @@ const (
 	AnnotationTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
 	AnnotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
 	AnnotationTerminationGracePeriod   = "io.kubernetes.pod.terminationGracePeriod"
+	AnnotationDeletionGracePeriod      = "io.kubernetes.pod.deletionGracePeriod"
 	AnnotationContainerPorts           = "io.kubernetes.container.ports"
-	AnnotationContainerImage           = "io.kubernetes.container.image"
+	// AnnotationContainerImage is this kubelet's own: the image as the
+	// spec names it (upstream reads the runtime's status instead). A
+	// container without it (created by the upstream kubelet) shows the
+	// runtime's image name.
+	AnnotationContainerImage = "io.kubernetes.container.image"
 	// AnnotationPreStopHandler holds the container's preStop handler as
 	// JSON, for killing it without its pod spec.
 	AnnotationPreStopHandler = "io.kubernetes.container.preStopHandler"
@@ -48,10 +53,15 @@ func sandboxAnnotations(pod *v1.Pod) map[string]string {
 	return a
 }
 
+// containerLabels are the four identity labels, as upstream writes them: a
+// container does not carry the pod's own labels (the sandbox does).
 func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
-	l := sandboxLabels(pod)
-	l[LabelContainerName] = c.Name
-	return l
+	return map[string]string{
+		LabelPodName:       pod.Name,
+		LabelPodNamespace:  pod.Namespace,
+		LabelPodUID:        string(pod.UID),
+		LabelContainerName: c.Name,
+	}
 }
 
 func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[string]string, error) {
@@ -61,6 +71,9 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[s
 		AnnotationTerminationMessagePath:   c.TerminationMessagePath,
 		AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
 		AnnotationContainerImage:           c.Image,
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		a[AnnotationDeletionGracePeriod] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
 	}
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		a[AnnotationTerminationGracePeriod] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
@@ -119,7 +132,10 @@ func containerInfoFrom(labels, annotations map[string]string, md *runtimeapi.Con
 	} else if md != nil {
 		ci.RestartCount = int(md.Attempt)
 	}
-	if g, err := strconv.ParseInt(annotations[AnnotationTerminationGracePeriod], 10, 64); err == nil {
+	// A deletion grace period recorded at creation wins, as upstream.
+	if g, err := strconv.ParseInt(annotations[AnnotationDeletionGracePeriod], 10, 64); err == nil {
+		ci.GracePeriod = &g
+	} else if g, err := strconv.ParseInt(annotations[AnnotationTerminationGracePeriod], 10, 64); err == nil {
 		ci.GracePeriod = &g
 	}
 	if h := annotations[AnnotationPreStopHandler]; h != "" {

@@ -58,6 +58,9 @@ type Options struct {
 	RootDir string
 	// PodLogsDir is where container logs go (default /var/log/pods).
 	PodLogsDir string
+	// ContainerLogSymlinkDir gets a link to each container's log, named as
+	// upstream names it (default /var/log/containers; "-" for none).
+	ContainerLogSymlinkDir string
 
 	// CgroupDriver is cgroupfs (default) or systemd; CgroupRoot is the root
 	// the kubepods hierarchy hangs from (default /).
@@ -122,6 +125,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.PodLogsDir == "" {
 		o.PodLogsDir = "/var/log/pods"
+	}
+	switch o.ContainerLogSymlinkDir {
+	case "":
+		o.ContainerLogSymlinkDir = DefaultContainerLogSymlinkDir
+	case "-":
+		o.ContainerLogSymlinkDir = ""
 	}
 	if o.CgroupDriver == "" {
 		o.CgroupDriver = CgroupDriverCgroupfs

@@ -33,6 +33,9 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 // report when the sandbox is created. An error is a pod spec this node
 // cannot run as asked.
 func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []dns.Warning, error) {
+	if err := unsupportedFields(pod); err != nil {
+		return nil, nil, err
+	}
 	logDir := PodLogDir(m.opts.PodLogsDir, pod.Namespace, pod.Name, string(pod.UID))
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("creating pod log directory: %w", err)

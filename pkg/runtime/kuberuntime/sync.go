@@ -181,6 +181,8 @@ func (m *Manager) pruneOldInstances(ctx context.Context, status *container.PodSt
 		}
 		if err := m.runtime.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
 			klog.FromContext(ctx).V(2).Info("Removing old container instance failed", "containerID", c.ID, "err", err)
+			continue
 		}
+		m.unlinkContainerLog(c.ID)
 	}
 }
