@@ -20,9 +20,16 @@ stop:
 down:
 	hack/node.sh down
 
-# README command 2.
+# README command 2. TEST_TIERS="unit integration e2e" selects tiers.
 test:
 	hack/test.sh
+
+# The suite N times in a row, with a report of which tests failed in which
+# run (_output/repeat/report.md): make test-repeat N=5 [TEST_TIERS=e2e].
+N ?= 5
+.PHONY: test-repeat
+test-repeat:
+	hack/test-repeat.sh $(N)
 
 deps:
 	hack/install-deps.sh

@@ -41,14 +41,3 @@ APISERVER_URL=${APISERVER_URL:-https://127.0.0.1:$APISERVER_PORT}
 
 log() { echo "[cluster] $*" >&2; }
 die() { echo "[cluster] error: $*" >&2; exit 1; }
-
-# close_inherited_fds closes every descriptor above 2 of the calling
-# (sub)shell, so that a daemon started here does not hold a lock (or any
-# file) its caller had open, e.g. `flock /tmp/gk-heavy.lock hack/cluster.sh up`.
-close_inherited_fds() {
-  local fd
-  for fd in /proc/$BASHPID/fd/*; do
-    fd=${fd##*/}
-    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-"; fi
-  done
-}

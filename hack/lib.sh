@@ -7,6 +7,8 @@
 #   /run/gokubelet/$INST/containerd/state
 #   /var/log/gokubelet/$INST-containerd.log
 
+. "$(dirname "${BASH_SOURCE[0]}")/lib-daemon.sh"
+
 GK_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 GK_OUTPUT=${GK_OUTPUT:-$GK_REPO_ROOT/_output}
 
@@ -14,18 +16,6 @@ gk_die() { echo "${0##*/}: error: $*" >&2; exit 1; }
 gk_warn() { echo "${0##*/}: warning: $*" >&2; }
 # gk_info prints only when GK_VERBOSE is set: the scripts are quiet on success.
 gk_info() { if [ -n "${GK_VERBOSE:-}" ]; then echo "${0##*/}: $*" >&2; fi; }
-
-# gk_close_inherited_fds closes every descriptor above 2 of the calling
-# (sub)shell. Daemons are started through it: a descriptor inherited from a
-# caller such as `flock /tmp/gk-heavy.lock make cluster` would otherwise
-# keep that lock held for as long as the daemon lives.
-gk_close_inherited_fds() {
-  local fd
-  for fd in /proc/$BASHPID/fd/*; do
-    fd=${fd##*/}
-    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-"; fi
-  done
-}
 
 gk_require_root() { [ "$(id -u)" = 0 ] || gk_die "must run as root"; }
 

@@ -1,21 +1,79 @@
 #!/usr/bin/env bash
 # README command 2 (make test): installs what the tests need, brings up the
-# project's test containerd (instance "test") with the local images, then
-# runs the unit tests and, verbosely, the integration tests against it.
-# Nothing is skipped: tests that need containerd get its endpoint.
+# project's test containerd (instance "test") with the local images, builds
+# (once, cached) the upstream control plane, then runs the test tiers:
+#
+#   unit          go vet, the README layout check, unit tests (and the CRI
+#                 runtime manager against the test containerd)
+#   integration   the kubelet binary against containerd (test/integration)
+#   e2e           a real local cluster driven as a user would (test/e2e)
+#
+# Nothing is skipped: tests that need containerd get its endpoint. Each stage
+# prints a progress line with its duration, so a newcomer sees where the time
+# goes. TEST_TIERS selects tiers (default "unit integration e2e"); the logs
+# of the Go tiers are kept in _output/test-<tier>.log.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+TIERS=${TEST_TIERS:-unit integration e2e}
+mkdir -p _output
+
+t0=$SECONDS
+stage_start=$SECONDS
+stage() { # stage NAME: closes the previous stage's line, opens the next
+  if [ -n "${current:-}" ]; then
+    echo "== $current: done in $((SECONDS - stage_start))s"
+  fi
+  current=$1
+  stage_start=$SECONDS
+  [ -n "$current" ] && echo "== $current ..."
+  return 0
+}
+wants() { [[ " $TIERS " == *" $1 "* ]]; }
+
+stage "dependencies (Debian packages: containerd, runc, CNI plugins, etcd, umoci, busybox)"
 hack/install-deps.sh
+stage "test containerd and local images"
 hack/containerd.sh up test
 hack/images.sh test
 export GOKUBELET_CRI_ENDPOINT=unix://$(hack/containerd.sh socket test)
-go vet ./...
-echo "== unit tests (and the runtime manager against containerd)"
-go test -count=1 $(go list ./... | grep -v /test/)
-echo "== integration tests (the kubelet binary against containerd)"
-mkdir -p _output
-set +e
-go test -count=1 -p 1 -v -timeout 45m ./test/... 2>&1 | tee _output/integration.log
-status=${PIPESTATUS[0]}
-set -e
+if wants e2e; then
+  stage "upstream control plane (the first run builds it from the Go module proxy: minutes; cached after)"
+  hack/build-upstream.sh kube-apiserver kube-controller-manager kube-scheduler
+  stage "upstream kubelet for the takeover test (the first run builds it: minutes; cached after)"
+  hack/build-upstream.sh kubelet
+  . hack/versions.sh
+  export GOKUBELET_UPSTREAM_KUBELET=$UPSTREAM_CACHE/$KUBE_VERSION/bin/kubelet
+fi
+
+status=0
+# tier NAME GO-TEST-ARGS...: runs one Go test tier, logs it, remembers a failure.
+tier() {
+  local name=$1
+  shift
+  set +e
+  go test -count=1 "$@" 2>&1 | tee "_output/test-$name.log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" != 0 ]; then
+    echo "== $name: FAILED (see _output/test-$name.log)"
+    status=1
+  fi
+}
+
+if wants unit; then
+  stage "unit tests (go vet, layout check, packages; the runtime manager against containerd)"
+  go vet ./...
+  go run ./hack/tools/layout -check
+  tier unit $(go list ./... | grep -v /test/) ./test/bench
+fi
+if wants integration; then
+  stage "integration tests (the kubelet binary against containerd)"
+  tier integration -p 1 -v -timeout 30m ./test/integration
+fi
+if wants e2e; then
+  stage "end-to-end tests (a local cluster: etcd, kube-apiserver, controller-manager, scheduler, this kubelet)"
+  tier e2e -p 1 -v -timeout 45m ./test/e2e
+fi
+stage ""
+echo "== make test: $([ $status = 0 ] && echo passed || echo FAILED) in $((SECONDS - t0))s (tiers: $TIERS)"
 exit "$status"

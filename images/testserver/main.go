@@ -13,6 +13,11 @@
 //
 // Signals: SIGTERM/SIGINT exit 0 after --term-delay, or never with
 // --ignore-term. Every request is logged as one line on stdout.
+//
+// Client mode: --fetch=URL makes one request instead of serving (POST with
+// --post-body, a bearer token from --bearer-token-file, the server checked
+// against --ca-file), writes the body to stdout or --output and exits 0 on
+// a 2xx answer, 1 otherwise.
 package main
 
 import (
@@ -49,7 +54,17 @@ func main() {
 	ignoreTerm := flag.Bool("ignore-term", false, "never exit on SIGTERM/SIGINT")
 	unhealthy := flag.String("unhealthy-file", "/tmp/unhealthy", "/healthz fails while this file exists")
 	unready := flag.String("unready-file", "/tmp/unready", "/readyz fails while this file exists")
+	var fc fetchConfig
+	flag.StringVar(&fc.url, "fetch", "", "client mode: request this URL, print the body, exit 0 on 2xx")
+	flag.StringVar(&fc.caFile, "ca-file", "", "client mode: verify the server against this CA bundle")
+	flag.StringVar(&fc.tokenFile, "bearer-token-file", "", "client mode: send the token in this file as a bearer token")
+	flag.StringVar(&fc.postBody, "post-body", "", "client mode: POST this JSON body instead of a GET")
+	flag.StringVar(&fc.output, "output", "", "client mode: write the body to this file instead of stdout")
+	flag.DurationVar(&fc.timeout, "timeout", 10*time.Second, "client mode: request timeout")
 	flag.Parse()
+	if fc.url != "" {
+		os.Exit(runFetch(fc))
+	}
 
 	logger := log.New(os.Stdout, "", log.LstdFlags|log.Lmicroseconds)
 	cfg := config{

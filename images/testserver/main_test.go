@@ -2,8 +2,16 @@ package main
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
 	"io"
 	"log"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -154,4 +162,53 @@ func TestEcho(t *testing.T) {
 	if err != nil || line != "hello\n" {
 		t.Fatalf("echo: got %q, %v", line, err)
 	}
+}
+
+func TestFetchVerifiesTheCAAndSendsTheToken(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer s3cret" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%s %s", r.Method, b)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	ca := filepath.Join(dir, "ca.crt")
+	os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o644)
+	tok := filepath.Join(dir, "token")
+	os.WriteFile(tok, []byte("s3cret\n"), 0o600)
+
+	var out strings.Builder
+	if err := fetch(fetchConfig{url: srv.URL, caFile: ca, tokenFile: tok, postBody: `{"a":1}`, timeout: 5 * time.Second}, &out); err != nil || out.String() != `POST {"a":1}` {
+		t.Fatalf("fetch: %q, %v", out.String(), err)
+	}
+	out.Reset()
+	if err := fetch(fetchConfig{url: srv.URL, caFile: ca, timeout: 5 * time.Second}, &out); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("without the token: %v", err)
+	}
+	// A server the CA did not sign is refused.
+	other := filepath.Join(dir, "other.crt")
+	os.WriteFile(other, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: selfSigned(t)}), 0o644)
+	if err := fetch(fetchConfig{url: srv.URL, caFile: other, tokenFile: tok, timeout: 5 * time.Second}, &out); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("wrong CA: %v", err)
+	}
+}
+
+// selfSigned returns a new CA certificate (DER) that signed nothing.
+func selfSigned(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "other"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
 }

@@ -1,6 +1,10 @@
-// Package kubelet assembles the node: it wires pod sources, the sync loop,
-// pod workers, the runtime, PLEG, status and the HTTP server, and runs them
-// until the context ends. Decisions live in the packages it wires; this
-// package owns only the order things start and stop in and the glue between
-// them.
+// Package kubelet assembles a node and runs it: it builds the node core
+// (pkg/node), the engine that runs its pods (pkg/engine/cri), the pod
+// sources and the HTTP endpoints from the settings, puts every long-running
+// part into one runnable group in start order, and runs the group until
+// the context ends.
+//
+// It holds no decisions and no loops of its own: what a standalone node and
+// a joined node have in common and where they differ is decided here, once,
+// by what is assembled (see Run).
 package kubelet

@@ -3,39 +3,66 @@ package kubelet
 import (
 	"context"
 	"fmt"
-	"sync"
-	"time"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
+	"github.com/gokubelet/kubelet/pkg/engine/cri"
+	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
-	"github.com/gokubelet/kubelet/pkg/node/statuswriter"
+	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/node/objects"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
-	"github.com/gokubelet/kubelet/pkg/pod/podmanager"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
-	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
 	"github.com/gokubelet/kubelet/pkg/pod/source/file"
 	"github.com/gokubelet/kubelet/pkg/pod/source/url"
+	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
-	"github.com/gokubelet/kubelet/pkg/runtime/pleg"
 	"github.com/gokubelet/kubelet/pkg/server"
+	"github.com/gokubelet/kubelet/pkg/volume"
 )
 
-// Run starts the kubelet with the given settings and blocks until ctx ends
-// or a fatal error occurs. Stopping leaves pods running, as upstream does:
-// a restarted kubelet adopts them.
+// Version is the version the kubelet reports in the Node's nodeInfo: the
+// upstream kubelet version whose behaviour it implements, with this
+// project's name as build metadata.
+var Version = "v1.34.4+gokubelet"
+
+// Run assembles the node from the settings and runs it until ctx ends or a
+// part fails. Stopping leaves pods running, as upstream does: a restarted
+// kubelet adopts them.
+//
+// Start order (each stage waits for the readiness of the one before; they
+// stop in reverse):
+//
+//  1. core: the pod status writer and, when joined, the Node's status, its
+//     lease, the mirror pod loop and the client certificate's rotation;
+//  2. sources: the static pod sources, the API pod source (joined) and the
+//     merger;
+//  3. servers: healthz, the read-only API and the kubelet API (with the
+//     serving certificate's rotation), bound before anything runs so a
+//     port in use is a clear start-up failure;
+//  4. engine: pod workers, PLEG, probers;
+//  5. sync loop.
 func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	log := klog.FromContext(ctx).WithValues("node", s.NodeName)
 	ctx = klog.NewContext(ctx, log)
 	cfg := s.Config
 
+	if err := checkSwap(cfg.FailSwapOn == nil || *cfg.FailSwapOn, "/proc/swaps"); err != nil {
+		return err
+	}
 	if err := prepareDirs(s.RootDir); err != nil {
 		return err
 	}
@@ -46,32 +73,88 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	for _, w := range machine.Warnings {
 		log.Info("Machine fact unavailable", "detail", w)
 	}
-
-	k := &Kubelet{
-		settings: s,
-		cfg:      cfg,
-		nodeName: s.NodeName,
-		hostIPs:  hostIPs(s, machine),
-		clock:    clock.RealClock{},
-		pods:     podmanager.New(),
-		merger:   podconfig.NewMerger(),
+	hostname, _ := os.Hostname()
+	ncfg, err := nodestatus.ConfigFrom(cfg, s.NodeName, strings.ToLower(hostname), s.NodeIPs, s.NodeLabels, Version)
+	if err != nil {
+		return err
 	}
-	k.loopHeartbeat.Store(time.Now().UnixNano())
+	hostIPs := hostIPs(s, machine)
 
-	// Events: logged always; sent to the API server in cluster mode.
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	broadcaster.StartStructuredLogging(3)
-	defer broadcaster.Shutdown()
-	k.recorder = broadcaster.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubelet", Host: s.NodeName})
-
-	var cl *clusterParts
+	// Standalone or joined: the one place where the modes differ.
+	var (
+		clients    *node.Clients
+		clientCert runnable.Runnable
+	)
 	if s.KubeconfigPath != "" {
-		cl, err = k.connect(ctx, broadcaster, machine)
+		// TLS bootstrap and client certificate rotation (wire_api.go).
+		var rc *rest.Config
+		rc, clientCert, err = clientIdentity(ctx, s)
+		if err != nil {
+			return err
+		}
+		clients, err = node.NewClients(node.ClientConfig{
+			REST:        rc,
+			Kubeconfig:  s.KubeconfigPath,
+			UserAgent:   "kubelet/" + Version + " (" + s.NodeName + ")",
+			ContentType: cfg.ContentType,
+			QPS:         float32(deref(cfg.KubeAPIQPS)),
+			Burst:       int(cfg.KubeAPIBurst),
+			EventQPS:    float32(deref(cfg.EventRecordQPS)),
+			EventBurst:  int(cfg.EventBurst),
+		})
 		if err != nil {
 			return err
 		}
 	}
 
+	// The engine and the volume manager are built after the core but called
+	// back by parts built before them.
+	var (
+		eng     *cri.Engine
+		volumes *volume.Manager
+	)
+	facts := &hostFacts{cfg: &ncfg, rootDir: s.RootDir}
+	core, err := node.New(ctx, node.Options{
+		Config:                    ncfg,
+		Facts:                     facts,
+		Clients:                   clients,
+		RegisterNode:              cfg.RegisterNode == nil || *cfg.RegisterNode,
+		LeaseDurationSeconds:      cfg.NodeLeaseDurationSeconds,
+		NodeStatusUpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration,
+		NodeStatusReportFrequency: cfg.NodeStatusReportFrequency.Duration,
+		OnObjectChange:            func(r objects.Ref) { volumes.ObjectChanged(r) },
+	})
+	if err != nil {
+		return err
+	}
+	defer core.Shutdown()
+
+	// Volumes: configMap, secret, projected and claim volumes need the API
+	// server (standalone, such pods wait with a reason).
+	var claims volume.ClaimGetter
+	if clients != nil {
+		claims = volume.ClientClaims(clients.Kube)
+	}
+	volumes = volume.New(volume.Options{
+		RootDir:         s.RootDir,
+		Objects:         core.Objects(),
+		Tokens:          core.Tokens(),
+		Claims:          claims,
+		NodeAllocatable: func() v1.ResourceList { return core.Node().Status.Allocatable },
+		Recorder:        core.Recorder(),
+		Clock:           clock.RealClock{},
+		Resync:          func(uid types.UID) { eng.Resync(uid) },
+		Evict:           func(uid types.UID, msg string) { eng.Evict(uid, msg) },
+		RefreshPeriod:   cfg.SyncFrequency.Duration,
+	})
+
+	podSpec, err := newPodSpecParts(ctx, cfg, s.RootDir, hostIPs, core, clients)
+	if err != nil {
+		return err
+	}
+
+	// The runtime, and the probers its liveness decisions read.
+	var probes *prober.Manager
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
 		RuntimeEndpoint:       cfg.ContainerRuntimeEndpoint,
 		ImageEndpoint:         cfg.ImageServiceEndpoint,
@@ -85,98 +168,229 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		ClusterDomain:         cfg.ClusterDomain,
 		NodeName:              s.NodeName,
 		MachineMemoryCapacity: machine.MemoryCapacityBytes,
-		Recorder:              k.recorder,
+		Recorder:              core.Recorder(),
 		SerializeImagePulls:   cfg.SerializeImagePulls == nil || *cfg.SerializeImagePulls,
 		MaxParallelImagePulls: int(deref(cfg.MaxParallelImagePulls)),
+		Mounts:                volumes.ContainerMounts,
 		Liveness: func(uid types.UID, name, containerID string) (bool, string) {
-			return k.probes.Liveness(uid, name, containerID)
+			return probes.Liveness(uid, name, containerID)
 		},
+		Started: func(uid types.UID, name, containerID string) bool {
+			return probes.StartupSucceeded(uid, name, containerID)
+		},
+		PodSpec:         podSpec.Deps,
+		PullCredentials: podSpec.Credentials,
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
 	}
-	k.runtime = rt
-	k.probes = prober.NewManager(prober.Options{Exec: prober.CRIExec(rt.RuntimeService()), Recorder: k.recorder, Clock: k.clock, HostIPs: k.hostIPs})
-	defer k.probes.Stop()
 	version, err := rt.Version(ctx)
 	if err != nil {
 		return fmt.Errorf("container runtime at %s does not answer: %w", cfg.ContainerRuntimeEndpoint, err)
 	}
 	log.Info("Container runtime ready", "runtime", rt.Type(), "version", version)
+	probes = prober.NewManager(prober.Options{Exec: prober.CRIExec(rt.RuntimeService()), Recorder: core.Recorder(), HostIPs: hostIPs})
 
-	k.pleg = pleg.New(rt, plegRelistPeriod, plegChannelCapacity, k.clock)
-	k.workers = podworkers.New(k, podworkers.Options{Resync: cfg.SyncFrequency.Duration, Clock: k.clock})
-
-	var wg sync.WaitGroup
-	goRun := func(name string, f func(context.Context)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(klog.NewContext(ctx, log.WithName(name)))
-		}()
-	}
-	defer wg.Wait()
-
-	// Status first: workers write to it from their first sync.
-	sm := statuswriter.NewManager(statuswriter.Options{Client: cl.client(), Resolver: cl.resolver(k)})
-	k.status = sm
-	goRun("status", sm.Run)
-
-	// Pod sources.
+	// Pod sources: the static ones configured, and the core's (the API
+	// server's pods bound to this node, when joined).
+	merger := podconfig.NewMerger()
+	var sources []node.Source
 	if cfg.StaticPodPath != "" {
-		k.sources = append(k.sources, podspec.SourceFile)
-		src := file.New(file.Config{Path: cfg.StaticPodPath, NodeName: s.NodeName, CheckFrequency: cfg.FileCheckFrequency.Duration, OnError: k.onInvalidManifest}, k.merger.Channel(podspec.SourceFile))
-		goRun("file-source", func(ctx context.Context) {
-			if err := src.Run(ctx); err != nil {
-				klog.FromContext(ctx).Error(err, "Static pod directory source stopped")
-			}
-		})
+		sources = append(sources, node.Source{Name: podspec.SourceFile, Runnable: file.New(file.Config{
+			Path: cfg.StaticPodPath, NodeName: s.NodeName, CheckFrequency: cfg.FileCheckFrequency.Duration,
+			OnError: invalidManifestReporter(core),
+		}, merger.Channel(podspec.SourceFile))})
 	}
 	if cfg.StaticPodURL != "" {
-		k.sources = append(k.sources, podspec.SourceHTTP)
-		src := url.New(url.Config{URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: s.NodeName, CheckFrequency: cfg.HTTPCheckFrequency.Duration, OnError: k.onInvalidManifest}, k.merger.Channel(podspec.SourceHTTP))
-		goRun("url-source", func(ctx context.Context) {
-			if err := src.Run(ctx); err != nil {
-				klog.FromContext(ctx).Error(err, "Static pod URL source stopped")
-			}
-		})
+		sources = append(sources, node.Source{Name: podspec.SourceHTTP, Runnable: url.New(url.Config{
+			URL: cfg.StaticPodURL, Header: cfg.StaticPodURLHeader, NodeName: s.NodeName, CheckFrequency: cfg.HTTPCheckFrequency.Duration,
+			OnError: invalidManifestReporter(core),
+		}, merger.Channel(podspec.SourceHTTP))})
 	}
-	if cl != nil {
-		k.sources = append(k.sources, podspec.SourceAPI)
-		cl.startSources(ctx, k, goRun)
+	sources = append(sources, core.PodSources(merger)...)
+	var sourceNames []string
+	for _, src := range sources {
+		sourceNames = append(sourceNames, src.Name)
 	}
-	goRun("podconfig", func(ctx context.Context) { k.merger.Run(ctx) })
 
-	// HTTP endpoints: bind before starting the loops, so a port in use is a
-	// clear start-up failure.
-	checks := []server.HealthCheck{{Name: "syncloop", Check: k.syncLoopHealthy}, {Name: "pleg", Check: k.pleg.Healthy}}
-	if deref(cfg.HealthzPort) > 0 {
-		l, err := server.Listen(hostPortAddr(cfg.HealthzBindAddress, *cfg.HealthzPort))
-		if err != nil {
-			return fmt.Errorf("healthz endpoint: %w", err)
-		}
-		goRun("healthz", func(ctx context.Context) { logServe(ctx, server.Serve(ctx, l, server.HealthzHandler(checks...))) })
-	}
-	// The read-only port and the kubelet API (wire_server.go).
-	if err := k.startServers(ctx, goRun, checks); err != nil {
+	eng = cri.New(cri.Deps{
+		Core:           core,
+		Runtime:        rt,
+		Probes:         probes,
+		Volumes:        volumes,
+		Security:       podSpec.Security,
+		Updates:        merger.Updates(),
+		Sources:        sourceNames,
+		SeenAllSources: merger.SeenAllSources,
+		HostIPs:        hostIPs,
+		Resync:         cfg.SyncFrequency.Duration,
+		Clock:          clock.RealClock{},
+	})
+	facts.engine.Store(eng)
+
+	// HTTP endpoints: bound now, so a port in use fails the start clearly.
+	pods := podLister{core, eng}
+	var routes []server.Route
+	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, eng.HealthChecks(), pods, routes)
+	if err != nil {
 		return err
 	}
+	// The kubelet API (wire_api.go).
+	api, err := newKubeletAPI(ctx, s, apiParts{
+		recorder: core.Recorder(), nodeRef: core.NodeRef(), clients: clients, pods: pods, containers: cri.NewContainers(rt),
+		checks: eng.HealthChecks(), routes: routes, hostIPs: hostIPs,
+	})
+	if err != nil {
+		closeServers(servers)
+		return err
+	}
+	servers = append(servers, api...)
 
-	k.workers.Start(ctx)
-	goRun("pleg", k.pleg.Start)
-	log.Info("Kubelet started", "sources", k.sources, "rootDir", s.RootDir, "hostIPs", k.hostIPs)
-	k.syncLoop(ctx)
-	log.Info("Kubelet stopping; pods keep running")
-	if !k.workers.Wait(shutdownWait) {
-		log.Info("Pod workers still busy at shutdown; exiting anyway", "waited", shutdownWait)
+	var g runnable.Group
+	coreStage := g.Stage("core")
+	coreStage.Add("client-certificate", clientCert)
+	core.AddTo(coreStage)
+	srcStage := g.Stage("sources")
+	for _, src := range sources {
+		srcStage.Add(src.Name+"-source", src.Runnable)
+	}
+	srcStage.Add("podconfig", runnable.Func(merger.Start))
+	serverStage := g.Stage("servers")
+	for _, srv := range servers {
+		serverStage.Add(srv.name, srv.r)
+	}
+	engineStage := g.Stage("engine").StopTimeout(shutdownWait)
+	if podSpec.services != nil {
+		engineStage.Add("services", podSpec.services)
+	}
+	eng.AddTo(engineStage, g.Stage("sync-loop"))
+
+	log.Info("Kubelet starting", "sources", sourceNames, "rootDir", s.RootDir, "hostIPs", hostIPs, "standalone", clients == nil)
+	err = g.Run(ctx)
+	log.Info("Kubelet stopped; pods keep running")
+	return err
+}
+
+// shutdownWait bounds how long a stopping kubelet waits for pod worker
+// steps under way (a runtime call is never abandoned midway lightly).
+const shutdownWait = runnable.DefaultStopTimeout
+
+// hostFacts is the real node's facts provider: the machine's facts and, once
+// the engine exists, the runtime's readiness and version.
+type hostFacts struct {
+	cfg     *nodestatus.Config
+	rootDir string
+	engine  atomic.Pointer[cri.Engine]
+}
+
+func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
+	m, err := machineinfo.Read(h.rootDir)
+	if err != nil {
+		return nodestatus.Facts{}, err
+	}
+	f := nodestatus.HostFacts(h.cfg, m)
+	eng := h.engine.Load()
+	if eng == nil {
+		f.Readiness = nodestatus.Readiness{Errors: []string{"container runtime not connected yet"}}
+		return f, nil
+	}
+	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
+	f.Readiness = eng.Readiness(ctx)
+	return f, nil
+}
+
+// podLister serves /pods from the core and /runningpods/ from the engine.
+type podLister struct {
+	core *node.Core
+	eng  *cri.Engine
+}
+
+func (p podLister) Pods() []*v1.Pod { return p.core.PodsWithStatus() }
+func (p podLister) GetPodByName(namespace, name string) (*v1.Pod, bool) {
+	return p.core.Pods().GetByFullName(namespace + "/" + name)
+}
+func (p podLister) RunningPods(ctx context.Context) ([]*v1.Pod, error) {
+	return p.eng.RunningPods(ctx)
+}
+
+// namedServer is a bound server: its runnable, and what releases its
+// port when the kubelet fails before serving.
+type namedServer struct {
+	name  string
+	r     runnable.Runnable
+	close io.Closer
+}
+
+// closeServers releases the ports of servers that will not start.
+func closeServers(servers []namedServer) {
+	for _, s := range servers {
+		if s.close != nil {
+			_ = s.close.Close()
+		}
+	}
+}
+
+// listen binds the healthz and read-only endpoints that are configured;
+// the read-only port also serves the routes marked ReadOnly.
+func listen(healthzAddr string, healthzPort int32, addr string, readOnlyPort int32, checks []server.HealthCheck, pods server.PodSource, routes []server.Route) ([]namedServer, error) {
+	var out []namedServer
+	if healthzPort > 0 {
+		l, err := server.Listen(hostPortAddr(healthzAddr, healthzPort))
+		if err != nil {
+			return nil, fmt.Errorf("healthz endpoint: %w", err)
+		}
+		h := server.HealthzHandler(checks...)
+		out = append(out, namedServer{"healthz", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) }), l})
+	}
+	if readOnlyPort > 0 {
+		h, err := server.ReadOnlyHandler(pods, routes, checks...)
+		if err == nil {
+			var l net.Listener
+			if l, err = server.Listen(hostPortAddr(addr, readOnlyPort)); err == nil {
+				out = append(out, namedServer{"read-only-server", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) }), l})
+			}
+		}
+		if err != nil {
+			closeServers(out)
+			return nil, fmt.Errorf("read-only endpoint: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// invalidManifestReporter reports a static pod manifest that cannot be
+// used: a log line and an event on the node, naming the file and the cause.
+func invalidManifestReporter(core *node.Core) func(path string, err error) {
+	return func(path string, err error) {
+		klog.ErrorS(err, "Invalid static pod manifest; its pods are not started", "path", path)
+		core.Recorder().Eventf(core.NodeRef(), v1.EventTypeWarning, "FailedToParseStaticPod", "invalid static pod manifest %s: %v", path, err)
+	}
+}
+
+// hostIPs picks the node's IPs: --node-ip, else the default-route IPv4.
+func hostIPs(s *kubeletconfig.Settings, m machineinfo.Info) []string {
+	if len(s.NodeIPs) > 0 {
+		return s.NodeIPs
+	}
+	if m.DefaultRouteIPv4 != nil {
+		return []string{m.DefaultRouteIPv4.String()}
 	}
 	return nil
 }
 
-func logServe(ctx context.Context, err error) {
-	if err != nil {
-		klog.FromContext(ctx).Error(err, "HTTP server stopped")
+// prepareDirs creates the kubelet's root directory layout.
+func prepareDirs(rootDir string) error {
+	for _, d := range []string{rootDir, filepath.Join(rootDir, "pods")} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			return fmt.Errorf("creating kubelet directory: %w", err)
+		}
 	}
+	return nil
+}
+
+// hostPortAddr joins a host and port from the configuration.
+func hostPortAddr(host string, port int32) string {
+	return net.JoinHostPort(host, strconv.Itoa(int(port)))
 }
 
 func derefString(p *string) string {
@@ -191,16 +405,4 @@ func deref(p *int32) int32 {
 		return 0
 	}
 	return *p
-}
-
-// onInvalidManifest reports a static pod manifest that cannot be used: a
-// log line and an event on the node, naming the file and the cause.
-func (k *Kubelet) onInvalidManifest(path string, err error) {
-	klog.ErrorS(err, "Invalid static pod manifest; its pods are not started", "path", path)
-	k.recorder.Eventf(k.nodeRef(), v1.EventTypeWarning, "FailedToParseStaticPod", "invalid static pod manifest %s: %v", path, err)
-}
-
-// nodeRef is the object node-level events are recorded on.
-func (k *Kubelet) nodeRef() *v1.ObjectReference {
-	return &v1.ObjectReference{Kind: "Node", Name: k.nodeName, UID: types.UID(k.nodeName)}
 }

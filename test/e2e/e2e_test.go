@@ -26,11 +26,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 	"github.com/gokubelet/kubelet/test/framework"
 )
 
@@ -49,6 +51,13 @@ var (
 	kubeletOnce sync.Once
 	kubelet     *framework.Kubelet
 	staticDir   string
+	// rootDir is the test kubelet's --root-dir.
+	rootDir string
+
+	// clusterDNS is the test kubelet's clusterDNS: the cluster's
+	// (CLUSTER_DNS in kubelet-env) when it has one, else an address that
+	// is only written into pods' resolv.conf.
+	clusterDNS string
 
 	// The shared kubelet's configuration file (and its content), its
 	// bootstrapped kubeconfig and its --cert-dir.
@@ -74,6 +83,9 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	// Pods may still hold volume mounts (tmpfs, subPath bind mounts of host
+	// directories) under the kubelet's root: unmount before removing.
+	defer hostfs.UnmountAll(tmp)
 	unlock, err := framework.LockCluster()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
@@ -85,6 +97,12 @@ func run(m *testing.M) int {
 		return 1
 	}
 	code := m.Run()
+	// GOKUBELET_E2E_KUBELET_LOG=<file> keeps the kubelet's whole log.
+	if p := os.Getenv("GOKUBELET_E2E_KUBELET_LOG"); p != "" && kubelet != nil {
+		if err := os.WriteFile(p, []byte(kubelet.Log()), 0o644); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		}
+	}
 	if kubelet != nil {
 		if err := kubelet.Signal(syscall.SIGTERM); err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
@@ -121,6 +139,10 @@ func setup(tmp string) error {
 	if err != nil {
 		return err
 	}
+	clusterDNS = clusterEnv["CLUSTER_DNS"]
+	if clusterDNS == "" {
+		clusterDNS = "10.96.0.10"
+	}
 	staticDir = filepath.Join(tmp, "static")
 	if err := os.MkdirAll(staticDir, 0o755); err != nil {
 		return err
@@ -145,6 +167,8 @@ readOnlyPort: 0
 healthzPort: %d
 podLogsDir: %s
 clusterDomain: cluster.local
+clusterDNS: [%q]
+allowedUnsafeSysctls: ["kernel.msgmax"]
 rotateCertificates: true
 tlsCertFile: %s
 tlsPrivateKeyFile: %s
@@ -158,7 +182,7 @@ authentication:
     clientCAFile: %s
 authorization:
   mode: Webhook
-`, staticDir, framework.CRIEndpoint(), kubelet.HealthzPort, filepath.Join(tmp, "pod-logs"),
+`, staticDir, framework.CRIEndpoint(), kubelet.HealthzPort, filepath.Join(tmp, "pod-logs"), clusterDNS,
 		clusterEnv["KUBELET_TLS_CERT_FILE"], clusterEnv["KUBELET_TLS_KEY_FILE"], clusterEnv["CLUSTER_CA_FILE"])
 	kubeletConfigPath = filepath.Join(tmp, "config.yaml")
 	if err := os.WriteFile(kubeletConfigPath, []byte(kubeletConfig), 0o644); err != nil {
@@ -169,7 +193,8 @@ authorization:
 	if clusterEnv["BOOTSTRAP_KUBECONFIG"] == "" {
 		return fmt.Errorf("%s has no BOOTSTRAP_KUBECONFIG: hack/cluster.sh is older than this test", framework.ClusterEnvFile)
 	}
-	kubelet.Args = []string{"--config", kubeletConfigPath, "--root-dir", filepath.Join(tmp, "root"),
+	rootDir = filepath.Join(tmp, "root")
+	kubelet.Args = []string{"--config", kubeletConfigPath, "--root-dir", rootDir,
 		"--bootstrap-kubeconfig", clusterEnv["BOOTSTRAP_KUBECONFIG"], "--kubeconfig", nodeKubeconfig, "--cert-dir", certDir,
 		"--hostname-override", clusterEnv["NODE_NAME"], "--node-ip", clusterEnv["NODE_IP"], "-v", "3"}
 	return nil
@@ -356,17 +381,25 @@ func TestDeploymentScalesUpAndDown(t *testing.T) {
 		}
 		return n == 10, fmt.Sprintf("%d running", n)
 	})
-	cur, err := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Replicas = ptr.To[int32](0)
-	if _, err := client.AppsV1().Deployments(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	// Scale through the scale subresource with a patch: the deployment
+	// controller writes the object's status meanwhile, and a read-modify-
+	// Update of the whole object loses that race now and then ("the object
+	// has been modified"), as it did once on a fresh machine.
+	if _, err := client.AppsV1().Deployments(ns).Patch(ctx, "web", types.MergePatchType,
+		[]byte(`{"spec":{"replicas":0}}`), metav1.PatchOptions{}, "scale"); err != nil {
 		t.Fatal(err)
 	}
 	framework.Eventually(t, "all pod objects gone", func() (bool, string) {
 		n := len(listPods(t, ns, "app=web"))
 		return n == 0, fmt.Sprintf("%d left", n)
+	})
+	framework.Eventually(t, "the Deployment scaled to 0", func() (bool, string) {
+		cur, err := client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return *cur.Spec.Replicas == 0 && cur.Status.Replicas == 0,
+			fmt.Sprintf("spec.replicas=%d status.replicas=%d", *cur.Spec.Replicas, cur.Status.Replicas)
 	})
 }
 

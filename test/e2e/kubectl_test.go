@@ -80,19 +80,13 @@ func mustKubectl(t *testing.T, env []string, stdin, ns string, args ...string) s
 	return out
 }
 
-// shellPod runs script with sh in the test image.
-func shellPod(name, script string) *v1.Pod {
+// restartingShellPod runs script with sh in the test image, restarted
+// when it exits (restartPolicy Always).
+func restartingShellPod(name, script string) *v1.Pod {
 	p := testPod(name)
 	p.Spec.Containers[0].Command = []string{"sh", "-c", script}
 	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](1)
 	return p
-}
-
-func createPod(t *testing.T, ns string, p *v1.Pod) {
-	t.Helper()
-	if _, err := client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // waitUntil waits, without polling the cluster, until the clock passes t.
@@ -108,7 +102,7 @@ func TestKubectlLogs(t *testing.T) {
 	node(t)
 	ns := namespace(t)
 	createPod(t, ns, testPod("steady"))
-	createPod(t, ns, shellPod("chatty", `for i in 1 2 3 4 5; do echo early-$i; done
+	createPod(t, ns, restartingShellPod("chatty", `for i in 1 2 3 4 5; do echo early-$i; done
 while [ ! -f /tmp/go ]; do sleep 0.2; done
 echo late-1; echo late-err >&2
 i=0; while [ ! -f /tmp/stop ]; do i=$((i+1)); echo tick-$i; sleep 0.3; done
@@ -292,7 +286,7 @@ func TestKubectlAttach(t *testing.T) {
 	ns := namespace(t)
 	for name, env := range map[string][]string{"websocket": nil, "spdy": spdy} {
 		t.Run(name, func(t *testing.T) {
-			p := shellPod("reader-"+name, `while read l; do echo got-$l; done; echo bye`)
+			p := restartingShellPod("reader-"+name, `while read l; do echo got-$l; done; echo bye`)
 			p.Spec.RestartPolicy = v1.RestartPolicyNever
 			p.Spec.Containers[0].Stdin = true
 			p.Spec.Containers[0].StdinOnce = true

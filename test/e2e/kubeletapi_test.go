@@ -362,7 +362,7 @@ func TestServingCertificateThroughCSR(t *testing.T) {
 		t.Errorf("serving certificate not stored in --cert-dir: %v", err)
 	}
 	// The API server still reaches the kubelet.
-	createPod(t, ns, shellPod("talker", "echo served; sleep 3600"))
+	createPod(t, ns, restartingShellPod("talker", "echo served; sleep 3600"))
 	waitPod(t, ns, "talker", "Running", running)
 	framework.Eventually(t, "logs through the API server", func() (bool, string) {
 		out, errs, _ := kubectl(t, nil, "", ns, "logs", "talker")
@@ -385,7 +385,7 @@ func TestDirectNodeKubeconfigStillWorks(t *testing.T) {
 	}
 	args = append(args, "--kubeconfig", clusterEnv["NODE_KUBECONFIG"])
 	restartKubelet(t, strings.Replace(kubeletConfig, "rotateCertificates: true", "rotateCertificates: false", 1), args)
-	createPod(t, ns, shellPod("direct", "echo direct; sleep 3600"))
+	createPod(t, ns, restartingShellPod("direct", "echo direct; sleep 3600"))
 	waitPod(t, ns, "direct", "Running", running)
 	framework.Eventually(t, "logs through the API server", func() (bool, string) {
 		out, errs, _ := kubectl(t, nil, "", ns, "logs", "direct")

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -284,5 +285,31 @@ current-context: x
 	}
 	if a := cfg.AuthInfos[cfg.Contexts[cfg.CurrentContext].AuthInfo]; a.ClientCertificate != filepath.Join(dir, "pki", "kubelet-client-current.pem") {
 		t.Errorf("kubeconfig credentials: %+v", a)
+	}
+}
+
+func TestServingAddresses(t *testing.T) {
+	tests := []struct {
+		name, node, host string
+		ips              []string
+		wantNames        []string
+		wantIPs          []string
+	}{
+		{"node name only", "n1", "", nil, []string{"n1"}, nil},
+		{"hostname differs", "n1", "host.example", []string{"10.0.0.5"}, []string{"n1", "host.example"}, []string{"10.0.0.5"}},
+		{"hostname is the node name", "n1", "n1", nil, []string{"n1"}, nil},
+		{"unspecified and bad IPs left out", "n1", "", []string{"0.0.0.0", "::", "not-an-ip", "fd00::1"}, []string{"n1"}, []string{"fd00::1"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			names, ips := ServingAddresses(tc.node, tc.host, tc.ips)
+			var gotIPs []string
+			for _, ip := range ips {
+				gotIPs = append(gotIPs, ip.String())
+			}
+			if fmt.Sprint(names) != fmt.Sprint(tc.wantNames) || fmt.Sprint(gotIPs) != fmt.Sprint(tc.wantIPs) {
+				t.Errorf("got %v %v, want %v %v", names, gotIPs, tc.wantNames, tc.wantIPs)
+			}
+		})
 	}
 }

@@ -109,6 +109,9 @@ func (c *Controller) Lease() *coordinationv1.Lease {
 	return c.latest
 }
 
+// errNodeNotRegistered: the Lease waits for its owner, the Node.
+var errNodeNotRegistered = errors.New("node not registered yet")
+
 // Start renews the Lease until ctx ends, then returns nil.
 func (c *Controller) Start(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("lease", klog.KRef(v1.NamespaceNodeLease, c.opts.NodeName)))
@@ -151,10 +154,16 @@ func (c *Controller) ensure(ctx context.Context) (lease *coordinationv1.Lease, c
 	sleep := backoffInitial
 	for {
 		lease, created, err := c.tryEnsure(ctx)
-		if err == nil {
+		switch {
+		case err == nil:
 			return lease, created
+		case errors.Is(err, errNodeNotRegistered):
+			// Registration is under way: retry soon, not a renew
+			// interval later, so the node's heartbeat starts with it.
+			klog.FromContext(ctx).V(2).Info("Node not registered yet, creating the lease later", "after", sleep)
+		default:
+			klog.FromContext(ctx).Error(err, "Unable to ensure the lease exists, will retry", "after", sleep)
 		}
-		klog.FromContext(ctx).Error(err, "Unable to ensure the lease exists, will retry", "after", sleep)
 		select {
 		case <-ctx.Done():
 			return nil, false
@@ -176,8 +185,7 @@ func (c *Controller) tryEnsure(ctx context.Context) (*coordinationv1.Lease, bool
 		ObjectMeta: metav1.ObjectMeta{Name: c.opts.NodeName, Namespace: v1.NamespaceNodeLease},
 	}
 	if !c.assert(ctx, desired) {
-		klog.FromContext(ctx).V(2).Info("Node not registered yet, creating the lease later")
-		return nil, false, nil
+		return nil, false, errNodeNotRegistered
 	}
 	lease, err = c.leases().Create(ctx, desired, metav1.CreateOptions{})
 	if err != nil {

@@ -93,12 +93,19 @@ func TestLeaseWaitsForNodeThenSetsOwner(t *testing.T) {
 	c := newController(t, client, clk, node.Load)
 	ctx := context.Background()
 
-	c.sync(ctx)
+	synced := make(chan struct{})
+	go func() { c.sync(ctx); close(synced) }()
+	// The first attempt finds no Node and waits a short back-off (not a
+	// renew interval) before trying again.
+	for !clk.HasWaiters() {
+		time.Sleep(time.Millisecond)
+	}
 	if _, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node-a", metav1.GetOptions{}); err == nil {
 		t.Fatal("lease must not be created before the node exists")
 	}
 	node.Store(registeredNode())
-	c.sync(ctx)
+	clk.Step(backoffInitial)
+	<-synced
 	if l := getLease(t, client); len(l.OwnerReferences) != 1 {
 		t.Fatalf("owner refs = %+v", l.OwnerReferences)
 	}

@@ -38,7 +38,7 @@ var requiredCapacity = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.R
 
 // desiredConditions are the conditions' type/status/reason/message, without
 // times, in the order upstream lists them.
-func desiredConditions(capacity v1.ResourceList, in Inputs) []v1.NodeCondition {
+func desiredConditions(capacity v1.ResourceList, r Readiness, p Pressure) []v1.NodeCondition {
 	pressure := func(t v1.NodeConditionType, on bool, yesReason, yesMsg, noReason, noMsg string) v1.NodeCondition {
 		if on {
 			return v1.NodeCondition{Type: t, Status: v1.ConditionTrue, Reason: yesReason, Message: yesMsg}
@@ -46,10 +46,10 @@ func desiredConditions(capacity v1.ResourceList, in Inputs) []v1.NodeCondition {
 		return v1.NodeCondition{Type: t, Status: v1.ConditionFalse, Reason: noReason, Message: noMsg}
 	}
 	return []v1.NodeCondition{
-		pressure(v1.NodeMemoryPressure, in.Pressure.Memory, ReasonInsufficientMemory, MessageInsufficientMem, ReasonSufficientMemory, MessageSufficientMemory),
-		pressure(v1.NodeDiskPressure, in.Pressure.Disk, ReasonDiskPressure, MessageDiskPressure, ReasonNoDiskPressure, MessageNoDiskPressure),
-		pressure(v1.NodePIDPressure, in.Pressure.PID, ReasonInsufficientPID, MessageInsufficientPID, ReasonSufficientPID, MessageSufficientPID),
-		readyCondition(capacity, in.Readiness),
+		pressure(v1.NodeMemoryPressure, p.Memory, ReasonInsufficientMemory, MessageInsufficientMem, ReasonSufficientMemory, MessageSufficientMemory),
+		pressure(v1.NodeDiskPressure, p.Disk, ReasonDiskPressure, MessageDiskPressure, ReasonNoDiskPressure, MessageNoDiskPressure),
+		pressure(v1.NodePIDPressure, p.PID, ReasonInsufficientPID, MessageInsufficientPID, ReasonSufficientPID, MessageSufficientPID),
+		readyCondition(capacity, r),
 	}
 }
 

@@ -17,8 +17,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
-
-	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 )
 
 // Defaults of KubeletConfiguration's nodeStatusUpdateFrequency and
@@ -36,23 +34,15 @@ const (
 	patchAttempts = 5
 )
 
-// Options configure a Controller. Client, Config.NodeName and Machine are
+// Options configure a Controller. Client, Config.NodeName and Facts are
 // required.
 type Options struct {
 	Client kubernetes.Interface
 	Config Config
-	// Machine returns the machine's facts; called at registration and at
-	// every status check (machineinfo.Read is cheap). When it fails after a
-	// first success, the last good facts are used.
-	Machine func() (machineinfo.Info, error)
-	// RuntimeVersion returns "<type>://<version>"; "" keeps the last one.
-	// Nil leaves containerRuntimeVersion empty.
-	RuntimeVersion func() string
-	// Readiness reports runtime and network readiness. Nil means always
-	// ready (a virtual node whose provider has no such notion).
-	Readiness func() Readiness
-	// Pressure reports eviction pressure. Nil means none.
-	Pressure func() Pressure
+	// Facts gives what the node reports about itself; asked at
+	// registration and at every status check. When it fails after a first
+	// success, the last good facts are used.
+	Facts FactsProvider
 	// UpdateFrequency is how often the status is computed and, if changed,
 	// written (nodeStatusUpdateFrequency). Default 10s.
 	UpdateFrequency time.Duration
@@ -73,13 +63,13 @@ type Controller struct {
 	trigger chan struct{}
 	ready   chan struct{}
 
-	mu          sync.RWMutex
-	latest      *v1.Node // last Node seen from the API server (nil before registration / after deletion)
-	registered  bool
-	lastReport  time.Time
-	machine     machineinfo.Info
-	haveMachine bool
-	readyOnce   sync.Once
+	mu         sync.RWMutex
+	latest     *v1.Node // last Node seen from the API server (nil before registration / after deletion)
+	registered bool
+	lastReport time.Time
+	facts      Facts
+	haveFacts  bool
+	readyOnce  sync.Once
 }
 
 // NewController checks opts and returns a Controller.
@@ -90,8 +80,8 @@ func NewController(opts Options) (*Controller, error) {
 	if opts.Config.NodeName == "" {
 		return nil, errors.New("nodestatus: Options.Config.NodeName is required")
 	}
-	if opts.Machine == nil {
-		return nil, errors.New("nodestatus: Options.Machine is required")
+	if opts.Facts == nil {
+		return nil, errors.New("nodestatus: Options.Facts is required")
 	}
 	if err := ValidateNodeLabels(opts.Config.NodeLabels); err != nil {
 		return nil, err
@@ -233,42 +223,31 @@ func (c *Controller) markUnregisteredLocked() {
 	c.lastReport = time.Time{}
 }
 
-// inputs gathers a snapshot of everything the status is computed from.
-func (c *Controller) inputs(ctx context.Context) (Inputs, error) {
-	info, err := c.opts.Machine()
+// nodeFacts asks the provider for the facts, falling back to the last
+// good ones.
+func (c *Controller) nodeFacts(ctx context.Context) (Facts, error) {
+	f, err := c.opts.Facts.NodeFacts(ctx)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err == nil {
-		c.machine, c.haveMachine = info, true
-	} else if c.haveMachine {
-		klog.FromContext(ctx).Error(err, "Unable to read machine facts, using the last ones")
-		info = c.machine
-		err = nil
+		c.facts, c.haveFacts = f, true
+		return f, nil
 	}
-	c.mu.Unlock()
-	if err != nil {
-		return Inputs{}, fmt.Errorf("reading machine facts: %w", err)
+	if c.haveFacts {
+		klog.FromContext(ctx).Error(err, "Unable to read node facts, using the last ones")
+		return c.facts, nil
 	}
-	in := Inputs{Machine: info, Readiness: Readiness{RuntimeReady: true, NetworkReady: true}}
-	if c.opts.RuntimeVersion != nil {
-		in.RuntimeVersion = c.opts.RuntimeVersion()
-	}
-	if c.opts.Readiness != nil {
-		in.Readiness = c.opts.Readiness()
-	}
-	if c.opts.Pressure != nil {
-		in.Pressure = c.opts.Pressure()
-	}
-	return in, nil
+	return Facts{}, fmt.Errorf("reading node facts: %w", err)
 }
 
 // register creates the Node, or reconciles the existing one.
 func (c *Controller) register(ctx context.Context) error {
-	in, err := c.inputs(ctx)
+	facts, err := c.nodeFacts(ctx)
 	if err != nil {
 		return err
 	}
-	node := NewNode(&c.cfg, in.Machine)
-	SetStatus(node, &c.cfg, in, metav1.NewTime(c.clock.Now()))
+	node := NewNode(&c.cfg, facts)
+	SetStatus(node, &c.cfg, facts, metav1.NewTime(c.clock.Now()))
 	nodes := c.client.CoreV1().Nodes()
 	created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
 	if err == nil {
@@ -311,7 +290,7 @@ func (c *Controller) setRegistered(node *v1.Node, reported time.Time) {
 // syncStatus computes the status and writes it when it changed or the
 // report frequency has passed.
 func (c *Controller) syncStatus(ctx context.Context) error {
-	in, err := c.inputs(ctx)
+	facts, err := c.nodeFacts(ctx)
 	if err != nil {
 		return err
 	}
@@ -326,9 +305,9 @@ func (c *Controller) syncStatus(ctx context.Context) error {
 			continue
 		}
 		updated := base.DeepCopy()
-		ensureOSArchLabels(updated, in.Machine)
+		ensureOSArchLabels(updated, facts.Labels)
 		now := c.clock.Now()
-		SetStatus(updated, &c.cfg, in, metav1.NewTime(now))
+		SetStatus(updated, &c.cfg, facts, metav1.NewTime(now))
 		c.mu.RLock()
 		expired := c.lastReport.IsZero() || now.Sub(c.lastReport) >= c.opts.ReportFrequency
 		c.mu.RUnlock()
@@ -390,17 +369,16 @@ func (c *Controller) patchStatus(ctx context.Context, original, updated *v1.Node
 	return c.client.CoreV1().Nodes().Patch(ctx, c.cfg.NodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 }
 
-// ensureOSArchLabels restores the stable os/arch labels if someone removed
-// or changed them (the scheduler relies on them).
-func ensureOSArchLabels(node *v1.Node, m machineinfo.Info) {
+// ensureOSArchLabels restores the stable os/arch labels of the facts if
+// someone removed or changed them (the scheduler relies on them).
+func ensureOSArchLabels(node *v1.Node, facts map[string]string) {
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
-	if m.OperatingSystem != "" {
-		node.Labels[v1.LabelOSStable] = m.OperatingSystem
-	}
-	if m.Architecture != "" {
-		node.Labels[v1.LabelArchStable] = m.Architecture
+	for _, k := range []string{v1.LabelOSStable, v1.LabelArchStable} {
+		if v := facts[k]; v != "" {
+			node.Labels[k] = v
+		}
 	}
 }
 

@@ -46,33 +46,36 @@ func newHarness(t *testing.T, objs ...*v1.Node) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := Config{
+		NodeName:               "node-a",
+		Hostname:               "node-a",
+		NodeLabels:             map[string]string{"node.kubernetes.io/pool": "blue", "example.com/team": "infra"},
+		Taints:                 []v1.Taint{{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}},
+		ControllerAttachDetach: true,
+		NodeIPs:                []net.IP{net.ParseIP("10.0.0.5")},
+		MaxPods:                110,
+		KubeletPort:            10250,
+		KubeletVersion:         "v1.34.4",
+		KubeReserved:           v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("256Mi")},
+		SystemReserved:         v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
+		HardEviction:           hard,
+	}
 	c, err := NewController(Options{
 		Client: client,
-		Config: Config{
-			NodeName:               "node-a",
-			Hostname:               "node-a",
-			NodeLabels:             map[string]string{"node.kubernetes.io/pool": "blue", "example.com/team": "infra"},
-			Taints:                 []v1.Taint{{Key: "dedicated", Value: "infra", Effect: v1.TaintEffectNoSchedule}},
-			ControllerAttachDetach: true,
-			NodeIPs:                []net.IP{net.ParseIP("10.0.0.5")},
-			MaxPods:                110,
-			KubeletPort:            10250,
-			KubeletVersion:         "v1.34.4",
-			KubeReserved:           v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("256Mi")},
-			SystemReserved:         v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
-			HardEviction:           hard,
-		},
-		Machine: func() (machineinfo.Info, error) {
-			return machineinfo.Info{
+		Config: cfg,
+		Facts: FactsFunc(func(context.Context) (Facts, error) {
+			f := HostFacts(&cfg, machineinfo.Info{
 				NumCPU: 2, MemoryCapacityBytes: 4 * gib, RootFSCapacityBytes: 50 * gib,
 				MachineID: "mid", SystemUUID: "uuid", BootID: "boot", KernelVersion: "6.1.0",
 				OSImage: "Debian GNU/Linux 12 (bookworm)", OperatingSystem: "linux", Architecture: "amd64",
 				Hostname: "node-a",
-			}, nil
-		},
-		RuntimeVersion:  func() string { return "containerd://1.6.20" },
-		Readiness:       func() Readiness { h.mu.Lock(); defer h.mu.Unlock(); return h.readiness },
-		Pressure:        func() Pressure { h.mu.Lock(); defer h.mu.Unlock(); return h.pressure },
+			})
+			f.NodeInfo.ContainerRuntimeVersion = "containerd://1.6.20"
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			f.Readiness, f.Pressure = h.readiness, h.pressure
+			return f, nil
+		}),
 		UpdateFrequency: 10 * time.Second,
 		ReportFrequency: 5 * time.Minute,
 		Clock:           h.clock,

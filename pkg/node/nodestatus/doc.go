@@ -5,9 +5,9 @@
 // The split follows the project's rule that decisions are pure:
 //
 //   - NewNode builds the Node to register from Config (labels, taints,
-//     annotations, spec) and SetStatus fills Node.Status from Config and an
-//     Inputs snapshot (machine facts, runtime version, readiness, pressure)
-//     at a given time. Neither does I/O. Allocatable, condition transitions
+//     annotations, spec) and SetStatus fills Node.Status from Config and a
+//     Facts snapshot (capacity, allocatable, addresses, node info, labels,
+//     readiness, pressure) at a given time. Neither does I/O. Allocatable, condition transitions
 //     and "has the status changed" are plain functions with table tests.
 //   - Controller does the I/O: it creates the Node (or reconciles the one
 //     that exists the way upstream does on re-registration: the default
@@ -21,8 +21,10 @@
 // own (spec.podCIDR, taints set by other controllers after registration,
 // labels other than the defaults it reconciles).
 //
-// Inputs that other parts of the kubelet own (runtime and network
-// readiness, eviction-manager pressure, runtime version) come in as
-// functions in Options, so those packages feed the node without this one
-// importing them.
+// The facts come from a FactsProvider: for a real node, HostFacts maps the
+// machine's facts (package machineinfo) and the assembly adds what the
+// runtime and the eviction manager know (readiness, runtime version,
+// pressure); a virtual node's provider gives its own. So the same
+// controller registers and reports either kind of node without importing
+// what feeds it.
 package nodestatus

@@ -1,6 +1,7 @@
 package nodestatus
 
 import (
+	"context"
 	"net"
 
 	v1 "k8s.io/api/core/v1"
@@ -68,19 +69,73 @@ type Pressure struct {
 	PID    bool
 }
 
-// Inputs is a snapshot of what the status is computed from.
-type Inputs struct {
-	Machine machineinfo.Info
-	// RuntimeVersion is "<runtime type>://<version>" ("containerd://1.6.20").
-	RuntimeVersion string
-	Readiness      Readiness
-	Pressure       Pressure
+// Facts is what the node reports about itself at one moment: the host's
+// for a real node (see HostFacts), a provider's for a virtual one. The
+// Controller and the pure builders take nothing else from the world.
+type Facts struct {
+	// Capacity of the node (cpu, memory, pods, ephemeral-storage, ...).
+	Capacity v1.ResourceList
+	// Allocatable, when nil, is Capacity less Config's reservations and
+	// hard eviction thresholds.
+	Allocatable v1.ResourceList
+	// Addresses of the node, in order of preference.
+	Addresses []v1.NodeAddress
+	// NodeInfo of the node. KubeletVersion is Config's; an empty
+	// ContainerRuntimeVersion keeps the one already reported.
+	NodeInfo v1.NodeSystemInfo
+	// Labels are the labels the node sets on itself (hostname, os, arch:
+	// see DefaultLabels). Config.NodeLabels override them at registration;
+	// the os and arch labels are restored if someone changes them.
+	Labels map[string]string
+	// Readiness and Pressure feed the Ready and pressure conditions.
+	Readiness Readiness
+	Pressure  Pressure
 }
 
-// NewNode builds the Node to register: name, labels, annotations and spec,
-// status left empty (fill it with SetStatus).
-func NewNode(cfg *Config, machine machineinfo.Info) *v1.Node {
-	labels := DefaultLabels(cfg.Hostname, machine.OperatingSystem, machine.Architecture)
+// FactsProvider gives a node's facts, at registration and at every status
+// check. NodeFacts must not block for long (a status check waits for it);
+// when it fails after a first success, the last facts are used.
+type FactsProvider interface {
+	NodeFacts(ctx context.Context) (Facts, error)
+}
+
+// FactsFunc adapts a function to FactsProvider.
+type FactsFunc func(ctx context.Context) (Facts, error)
+
+// NodeFacts calls f.
+func (f FactsFunc) NodeFacts(ctx context.Context) (Facts, error) { return f(ctx) }
+
+// HostFacts maps the machine's facts to a real node's: capacity from the
+// CPUs, memory, the root filesystem and maxPods; the addresses (--node-ip,
+// else the default-route IPv4, and the hostname); nodeInfo; the default
+// labels. Readiness is left "ready" and Pressure empty for the caller to
+// fill from the runtime and the eviction manager.
+func HostFacts(cfg *Config, m machineinfo.Info) Facts {
+	return Facts{
+		Capacity:  Capacity(cfg, m),
+		Addresses: Addresses(cfg, m),
+		NodeInfo: v1.NodeSystemInfo{
+			MachineID:       m.MachineID,
+			SystemUUID:      m.SystemUUID,
+			BootID:          m.BootID,
+			KernelVersion:   m.KernelVersion,
+			OSImage:         m.OSImage,
+			OperatingSystem: m.OperatingSystem,
+			Architecture:    m.Architecture,
+		},
+		Labels:    DefaultLabels(cfg.Hostname, m.OperatingSystem, m.Architecture),
+		Readiness: Readiness{RuntimeReady: true, NetworkReady: true},
+	}
+}
+
+// NewNode builds the Node to register: name, labels (the facts' and
+// --node-labels), annotations and spec, status left empty (fill it with
+// SetStatus).
+func NewNode(cfg *Config, facts Facts) *v1.Node {
+	labels := map[string]string{}
+	for k, v := range facts.Labels {
+		labels[k] = v
+	}
 	for k, v := range cfg.NodeLabels {
 		labels[k] = v
 	}
@@ -143,27 +198,23 @@ func Addresses(cfg *Config, m machineinfo.Info) []v1.NodeAddress {
 	return out
 }
 
-// SetStatus fills node.Status from cfg and in as of now. Conditions keep
-// their lastTransitionTime unless their status changes; lastHeartbeatTime is
-// now on every call. Fields it does not own (images, volumes, config) are
-// left as they are.
-func SetStatus(node *v1.Node, cfg *Config, in Inputs, now metav1.Time) {
-	m := in.Machine
-	capacity := Capacity(cfg, m)
-	node.Status.Capacity = capacity
-	node.Status.Allocatable = Allocatable(capacity, cfg.KubeReserved, cfg.SystemReserved, cfg.HardEviction)
-	node.Status.Addresses = Addresses(cfg, m)
-	node.Status.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort
-	node.Status.NodeInfo.MachineID = m.MachineID
-	node.Status.NodeInfo.SystemUUID = m.SystemUUID
-	node.Status.NodeInfo.BootID = m.BootID
-	node.Status.NodeInfo.KernelVersion = m.KernelVersion
-	node.Status.NodeInfo.OSImage = m.OSImage
-	node.Status.NodeInfo.OperatingSystem = m.OperatingSystem
-	node.Status.NodeInfo.Architecture = m.Architecture
-	node.Status.NodeInfo.KubeletVersion = cfg.KubeletVersion
-	if in.RuntimeVersion != "" {
-		node.Status.NodeInfo.ContainerRuntimeVersion = in.RuntimeVersion
+// SetStatus fills node.Status from cfg and the facts as of now.
+// Conditions keep their lastTransitionTime unless their status changes;
+// lastHeartbeatTime is now on every call. Fields it does not own (images,
+// volumes, config) are left as they are.
+func SetStatus(node *v1.Node, cfg *Config, f Facts, now metav1.Time) {
+	node.Status.Capacity = f.Capacity
+	node.Status.Allocatable = f.Allocatable
+	if node.Status.Allocatable == nil {
+		node.Status.Allocatable = Allocatable(f.Capacity, cfg.KubeReserved, cfg.SystemReserved, cfg.HardEviction)
 	}
-	node.Status.Conditions = Conditions(node.Status.Conditions, desiredConditions(capacity, in), now)
+	node.Status.Addresses = f.Addresses
+	node.Status.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort
+	runtimeVersion := node.Status.NodeInfo.ContainerRuntimeVersion
+	node.Status.NodeInfo = f.NodeInfo
+	node.Status.NodeInfo.KubeletVersion = cfg.KubeletVersion
+	if node.Status.NodeInfo.ContainerRuntimeVersion == "" {
+		node.Status.NodeInfo.ContainerRuntimeVersion = runtimeVersion
+	}
+	node.Status.Conditions = Conditions(node.Status.Conditions, desiredConditions(f.Capacity, f.Readiness, f.Pressure), now)
 }

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 )
@@ -224,15 +226,16 @@ func TestAddresses(t *testing.T) {
 }
 
 func TestNewNodeUnschedulableAddsTaint(t *testing.T) {
-	n := NewNode(&Config{NodeName: "n", Unschedulable: true, Taints: []v1.Taint{{Key: "a", Value: "b", Effect: v1.TaintEffectNoExecute}}}, machineinfo.Info{})
+	n := NewNode(&Config{NodeName: "n", Unschedulable: true, Taints: []v1.Taint{{Key: "a", Value: "b", Effect: v1.TaintEffectNoExecute}}}, Facts{})
 	if !n.Spec.Unschedulable || len(n.Spec.Taints) != 2 || n.Spec.Taints[1].Key != v1.TaintNodeUnschedulable {
 		t.Fatalf("spec = %+v", n.Spec)
 	}
 }
 
 func TestReconcileExisting(t *testing.T) {
-	desired := NewNode(&Config{NodeName: "n", Hostname: "new-host", ControllerAttachDetach: true,
-		NodeLabels: map[string]string{"example.com/x": "y"}}, machineinfo.Info{OperatingSystem: "linux", Architecture: "amd64"})
+	cfg := &Config{NodeName: "n", Hostname: "new-host", ControllerAttachDetach: true,
+		NodeLabels: map[string]string{"example.com/x": "y"}}
+	desired := NewNode(cfg, HostFacts(cfg, machineinfo.Info{OperatingSystem: "linux", Architecture: "amd64"}))
 	existing := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{
 		v1.LabelHostname: "old-host", v1.LabelOSStable: "linux", "team": "blue"}},
 		Spec: v1.NodeSpec{Taints: []v1.Taint{{Key: "admin", Effect: v1.TaintEffectNoSchedule}}}}
@@ -276,5 +279,41 @@ func TestStatusPatchCarriesUIDAndNoSpec(t *testing.T) {
 	}
 	if _, ok := m["status"]; !ok {
 		t.Errorf("status missing: %s", p)
+	}
+}
+
+// A changed address list is replaced whole: a merge on "type" would keep a
+// stale second InternalIP.
+func TestStatusPatchReplacesChangedAddresses(t *testing.T) {
+	old := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u1"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+		{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeHostName, Address: "n"}}}}
+	upd := old.DeepCopy()
+	// A second address of the same type (dual stack added).
+	upd.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeInternalIP, Address: "fd00::1"}, {Type: v1.NodeHostName, Address: "n"}}
+	patch, err := StatusPatch(old, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldJSON, _ := json.Marshal(old)
+	merged, err := strategicpatch.StrategicMergePatch(oldJSON, patch, v1.Node{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got v1.Node
+	if err := json.Unmarshal(merged, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got.Status.Addresses, upd.Status.Addresses) {
+		t.Errorf("addresses after patch %v, want %v (patch %s)", got.Status.Addresses, upd.Status.Addresses, patch)
+	}
+	if !strings.Contains(string(patch), `"uid":"u1"`) {
+		t.Errorf("the UID precondition is lost: %s", patch)
+	}
+	// Unchanged addresses: no addresses in the patch.
+	same := old.DeepCopy()
+	same.Status.Phase = v1.NodeRunning
+	patch, _ = StatusPatch(old, same)
+	if strings.Contains(string(patch), "addresses") {
+		t.Errorf("unchanged addresses patched: %s", patch)
 	}
 }

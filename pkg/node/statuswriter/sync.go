@@ -17,12 +17,12 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 )
 
-// Run writes statuses until ctx is done: Workers writers and the periodic
-// reconcile. In standalone mode it only waits for ctx.
-func (m *Manager) Run(ctx context.Context) {
+// Start writes statuses until ctx is done: Workers writers and the
+// periodic reconcile. In standalone mode it only waits for ctx.
+func (m *Manager) Start(ctx context.Context) error {
 	if m.queue == nil {
 		<-ctx.Done()
-		return
+		return nil
 	}
 	logger := klog.FromContext(ctx)
 	logger.Info("Starting pod status manager", "workers", m.workers, "reconcilePeriod", m.period)
@@ -43,7 +43,7 @@ func (m *Manager) Run(ctx context.Context) {
 			m.queue.ShutDown()
 			wg.Wait()
 			logger.Info("Stopped pod status manager")
-			return
+			return nil
 		case <-ticker.C:
 			m.Reconcile()
 		}
@@ -66,7 +66,7 @@ func (m *Manager) processNext(ctx context.Context) bool {
 }
 
 // Reconcile compares every cached status with the API's view and queues the
-// pods whose API copy differs (or that wait for their final delete). Run
+// pods whose API copy differs (or that wait for their final delete). Start
 // calls it every ReconcilePeriod.
 func (m *Manager) Reconcile() {
 	if m.queue == nil {

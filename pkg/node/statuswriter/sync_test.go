@@ -99,7 +99,7 @@ func settle() { time.Sleep(100 * time.Millisecond) }
 func start(t *testing.T, m *Manager) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { m.Run(ctx); close(done) }()
+	go func() { _ = m.Start(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 }
 

@@ -52,7 +52,7 @@ func NewMerger() *Merger {
 // sending, the source must not modify the pods it sent. A send blocks only
 // until the merger has recorded the set, never on the consumer; before Run
 // starts it blocks until Run starts. Channel may be called before or while
-// Run runs.
+// Start runs.
 func (m *Merger) Channel(source string) chan<- PodUpdate {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -93,8 +93,8 @@ type queued struct {
 	markSeen string
 }
 
-// Run merges until ctx ends, then returns nil. It must run exactly once.
-func (m *Merger) Run(ctx context.Context) error {
+// Start merges until ctx ends, then returns nil. It must run exactly once.
+func (m *Merger) Start(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("podconfig")
 	ctx = klog.NewContext(ctx, logger)
 	m.mu.Lock()

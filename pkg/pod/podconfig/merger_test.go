@@ -19,7 +19,7 @@ func startMerger(t *testing.T) (*Merger, context.CancelFunc) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := m.Run(ctx); err != nil {
+		if err := m.Start(ctx); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -99,8 +100,9 @@ type Workers struct {
 	pods   map[types.UID]*podState
 	byName map[string]map[types.UID]*podState
 
-	// inflight counts handler calls under way, for Wait.
+	// inflight counts handler calls under way, waited for at stop.
 	inflight sync.WaitGroup
+	started  runnable.ReadyOnce
 }
 
 type podState struct {
@@ -145,33 +147,28 @@ func New(h Handler, opts Options) *Workers {
 	return &Workers{
 		handler: h,
 		opts:    opts,
-		ctx:     context.Background(),
 		pods:    map[types.UID]*podState{},
 		byName:  map[string]map[types.UID]*podState{},
 	}
 }
 
-// Start sets the context workers run in; when it ends, workers stop.
-func (w *Workers) Start(ctx context.Context) {
+// Start sets the context workers run in and is ready at once; updates
+// handed over before Start wait for it. When ctx ends, workers stop and
+// Start waits for the handler calls under way to return, so the process
+// does not exit in the middle of a runtime call (the runnable group bounds
+// that wait).
+func (w *Workers) Start(ctx context.Context) error {
 	w.mu.Lock()
 	w.ctx = ctx
 	w.mu.Unlock()
+	w.started.MarkReady()
+	<-ctx.Done()
+	w.inflight.Wait()
+	return nil
 }
 
-// Wait waits, at most timeout, for the handler calls under way to return;
-// it reports whether they all did. Used at shutdown (after the workers'
-// context ended), so the process does not exit in the middle of a runtime
-// call.
-func (w *Workers) Wait(timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() { w.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
-}
+// Ready is closed once Start has set the workers' context.
+func (w *Workers) Ready() <-chan struct{} { return w.started.Ready() }
 
 // FullName is namespace/name, the identity two instances of a pod share.
 func FullName(namespace, name string) string { return namespace + "/" + name }
@@ -196,7 +193,7 @@ func (w *Workers) UpdatePod(u Update) {
 			w.byName[ps.fullName] = map[types.UID]*podState{}
 		}
 		w.byName[ps.fullName][uid] = ps
-		go w.run(w.ctx, ps)
+		go w.run(ps)
 	}
 	if u.Pod != nil {
 		ps.pod = u.Pod
@@ -254,7 +251,11 @@ func (w *Workers) markDirty(ps *podState) {
 	}
 }
 
-func (w *Workers) run(ctx context.Context, ps *podState) {
+func (w *Workers) run(ps *podState) {
+	<-w.started.Ready()
+	w.mu.Lock()
+	ctx := w.ctx
+	w.mu.Unlock()
 	for {
 		select {
 		case <-ctx.Done():

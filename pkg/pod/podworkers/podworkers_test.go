@@ -143,8 +143,10 @@ func newWorkers(h Handler) (*Workers, *clocktesting.FakeClock, context.CancelFun
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	w := New(h, Options{Resync: time.Minute, Clock: clk})
 	ctx, cancel := context.WithCancel(context.Background())
-	w.Start(ctx)
-	return w, clk, cancel
+	stopped := make(chan struct{})
+	go func() { _ = w.Start(ctx); close(stopped) }()
+	<-w.Ready()
+	return w, clk, func() { cancel(); <-stopped }
 }
 
 func TestUpdatesArriveCoalescedLatestWins(t *testing.T) {
@@ -378,19 +380,27 @@ func TestGraceArithmetic(t *testing.T) {
 	}
 }
 
-func TestWaitCoversTheStepUnderWay(t *testing.T) {
+func TestStopWaitsForTheStepUnderWay(t *testing.T) {
 	f := newFake()
 	release := make(chan struct{})
 	f.gate["sync"] = release
-	w, _, cancel := newWorkers(f)
+	w := New(f, Options{Resync: time.Minute, Clock: clocktesting.NewFakeClock(time.Unix(1000, 0))})
+	// An update handed over before Start waits for it.
 	w.UpdatePod(Update{Type: UpdateSync, Pod: pod("a", "p", "1")})
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = w.Start(ctx); close(stopped) }()
 	f.next(t)
 	cancel() // shutdown: the step under way is not abandoned
-	if w.Wait(10 * time.Millisecond) {
-		t.Fatalf("Wait returned while a sync was still running")
+	select {
+	case <-stopped:
+		t.Fatalf("Start returned while a sync was still running")
+	case <-time.After(10 * time.Millisecond):
 	}
 	close(release)
-	if !w.Wait(10 * time.Second) {
-		t.Fatalf("Wait did not return after the sync finished")
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Start did not return after the sync finished")
 	}
 }

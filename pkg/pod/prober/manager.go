@@ -148,6 +148,14 @@ func (m *Manager) Updates() <-chan types.UID {
 	return m.updates
 }
 
+// Start runs until ctx ends, then stops every worker (see Stop). Workers
+// themselves start with the pods they probe (UpdatePod).
+func (m *Manager) Start(ctx context.Context) error {
+	<-ctx.Done()
+	m.Stop()
+	return nil
+}
+
 // Stop ends every worker and the update pump, and waits for them.
 func (m *Manager) Stop() {
 	if m == nil {
@@ -282,6 +290,18 @@ func (m *Manager) Result(uid types.UID) podstatus.ProbeResults {
 		r := m.result(uid, name, k, containerID)
 		return r == Success, r != Unknown
 	}
+}
+
+// StartupSucceeded reports whether the startup probe of one running
+// container instance has succeeded: false until it has a result and while
+// it fails. It has the shape kuberuntime.Options.Started takes (the next
+// init container waits for a sidecar's startup probe). A container without
+// a startup probe has no result: callers only ask for probed ones.
+func (m *Manager) StartupSucceeded(uid types.UID, name, containerID string) bool {
+	if m == nil {
+		return true
+	}
+	return m.result(uid, name, Startup, containerID) == Success
 }
 
 // Liveness reports whether the liveness or startup probe of one container

@@ -133,3 +133,13 @@ func (r SyncResult) RetryAfter() time.Duration {
 	}
 	return min
 }
+
+// RuntimeStatus is the runtime's own view of whether it can run pods.
+type RuntimeStatus struct {
+	// RuntimeReady: the runtime can run containers.
+	RuntimeReady bool
+	// NetworkReady: the runtime's pod network is set up.
+	NetworkReady bool
+	// Errors explain, one sentence each, what is not ready.
+	Errors []string
+}

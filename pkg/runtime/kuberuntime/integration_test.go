@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/volume"
+	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 )
 
 // The integration tests run against a real CRI runtime when
@@ -33,7 +35,17 @@ func realManager(t *testing.T) *Manager {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	dir := t.TempDir()
+	// The volume manager, set up before each container as the kubelet's
+	// pod worker does.
+	vols := volume.New(volume.Options{RootDir: dir + "/root"})
+	t.Cleanup(func() { hostfs.UnmountAll(dir) })
 	m, err := New(ctx, Options{
+		Mounts: func(ctx context.Context, pod *v1.Pod, c *v1.Container, env func(string) (string, bool)) ([]container.Mount, error) {
+			if err := vols.SetUpPod(ctx, pod); err != nil {
+				return nil, err
+			}
+			return vols.ContainerMounts(ctx, pod, c, env)
+		},
 		RuntimeEndpoint:       ep,
 		RuntimeRequestTimeout: 30 * time.Second,
 		RootDir:               dir + "/root",

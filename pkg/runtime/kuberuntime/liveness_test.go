@@ -37,7 +37,7 @@ func TestSyncPodRestartsOnLivenessFailure(t *testing.T) {
 	var failedID string
 	m, err := NewWithServices(context.Background(), rs, e.is, Options{
 		RootDir: filepath.Join(e.dir, "root"), PodLogsDir: filepath.Join(e.dir, "logs"),
-		Recorder: e.rec, Clock: e.clk, MachineMemoryCapacity: 8 << 30,
+		Recorder: e.rec, Clock: e.clk, MachineMemoryCapacity: 8 << 30, Mounts: fakeMounts,
 		Liveness: func(uid types.UID, name, id string) (bool, string) {
 			if id == failedID {
 				return true, "Container " + name + " failed liveness probe"

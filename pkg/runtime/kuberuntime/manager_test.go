@@ -43,11 +43,22 @@ func (e *env) manager(t *testing.T, resolv string) *Manager {
 	m, err := NewWithServices(context.Background(), e.rs, e.is, Options{
 		RootDir: filepath.Join(e.dir, "root"), PodLogsDir: filepath.Join(e.dir, "logs"),
 		ResolvConf: resolv, Recorder: e.rec, Clock: e.clk, MachineMemoryCapacity: 8 << 30,
+		Mounts: fakeMounts,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// fakeMounts stands in for the volume manager: /volumes/<name>, read-only.
+func fakeMounts(_ context.Context, _ *v1.Pod, c *v1.Container, _ func(string) (string, bool)) ([]container.Mount, error) {
+	var out []container.Mount
+	for _, vm := range c.VolumeMounts {
+		out = append(out, container.Mount{Name: vm.Name, HostPath: "/volumes/" + vm.Name, ContainerPath: vm.MountPath, ReadOnly: true,
+			Propagation: v1.MountPropagationHostToContainer})
+	}
+	return out, nil
 }
 
 func testPod() *v1.Pod {
@@ -251,11 +262,15 @@ func TestContainerConfig(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(sb.LogDirectory, "app")); err != nil {
 		t.Errorf("container log dir: %v", err)
 	}
-	mounts := map[string]string{}
+	mounts := map[string]*runtimeapi.Mount{}
 	for _, mt := range cfg.Mounts {
-		mounts[mt.ContainerPath] = mt.HostPath
+		mounts[mt.ContainerPath] = mt
 	}
-	if mounts["/scratch"] != EmptyDirPath(filepath.Join(e.dir, "root"), "uid-1", "scratch") || mounts["/dev/termination-log"] == "" {
+	// Volume mounts come from the volume manager (Options.Mounts).
+	if mt := mounts["/scratch"]; mt == nil || mt.HostPath != "/volumes/scratch" || !mt.Readonly || mt.Propagation != runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER {
+		t.Errorf("volume mount %v", mt)
+	}
+	if mounts["/dev/termination-log"] == nil {
 		t.Errorf("mounts %v", mounts)
 	}
 	if cfg.Annotations[AnnotationTerminationGracePeriod] != "7" {
@@ -337,5 +352,22 @@ func TestSandboxDiedRecreates(t *testing.T) {
 	st, _ := e.m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
 	if st.Sandboxes[0].Attempt != 1 || st.Latest("app").RestartCount != 1 {
 		t.Fatalf("attempt %d restart %d", st.Sandboxes[0].Attempt, st.Latest("app").RestartCount)
+	}
+}
+
+// Without a volume manager, a container that mounts a volume waits with
+// CreateContainerConfigError instead of starting without its files.
+func TestVolumeMountsNeedAVolumeManager(t *testing.T) {
+	e := newEnv(t)
+	m, err := NewWithServices(context.Background(), e.rs, e.is, Options{
+		RootDir: filepath.Join(e.dir, "root"), PodLogsDir: filepath.Join(e.dir, "logs"), Recorder: e.rec, Clock: e.clk, MachineMemoryCapacity: 8 << 30,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.m = m
+	r, _ := e.sync(t, testPod())
+	if got := steps(r); got != "CreatePodSandbox StartContainer:app(CreateContainerConfigError)" || !strings.Contains(r.Error().Error(), `volume "scratch"`) {
+		t.Errorf("steps %s: %v", got, r.Error())
 	}
 }

@@ -3,16 +3,14 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/errdefs"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -30,8 +28,9 @@ type cachedSandbox struct {
 	status container.SandboxStatus
 }
 
+// isNotFound reports whether a CRI call failed because the object is gone.
 func isNotFound(err error) bool {
-	return status.Code(err) == codes.NotFound
+	return errdefs.IsNotFound(errdefs.FromGRPC(err))
 }
 
 // GetPodStatus implements container.Runtime.
@@ -162,36 +161,19 @@ func (m *Manager) containerStatus(ctx context.Context, c *runtimeapi.Container) 
 	if st.GetFinishedAt() > 0 {
 		out.FinishedAt = time.Unix(0, st.GetFinishedAt())
 	}
-	if out.State == container.StateExited && out.Message == "" {
-		out.Message = readTerminationMessage(st)
+	if out.State == container.StateExited {
+		// The runtime's message, then the container's own, as upstream.
+		if msg := terminationMessage(st); msg != "" {
+			if out.Message != "" {
+				out.Message += ": "
+			}
+			out.Message += msg
+		}
 	}
 	m.cacheMu.Lock()
 	m.ctrCache[c.Id] = cachedContainer{state: st.GetState(), status: out}
 	m.cacheMu.Unlock()
 	return out, nil
-}
-
-// readTerminationMessage reads the file the kubelet mounted at the
-// container's termination message path, if any (at most 4 KiB).
-func readTerminationMessage(st *runtimeapi.ContainerStatus) string {
-	path := st.GetAnnotations()[AnnotationTerminationMessagePath]
-	if path == "" {
-		return ""
-	}
-	for _, mnt := range st.GetMounts() {
-		if mnt.GetContainerPath() != path {
-			continue
-		}
-		f, err := os.Open(mnt.GetHostPath())
-		if err != nil {
-			return ""
-		}
-		defer f.Close()
-		buf := make([]byte, 4096)
-		n, _ := f.Read(buf)
-		return string(buf[:n])
-	}
-	return ""
 }
 
 func sandboxState(s runtimeapi.PodSandboxState) container.SandboxState {

@@ -14,10 +14,6 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
-// ErrContainerNotFound is returned when a pod has no instance of the named
-// container (or no previous instance when one was asked for).
-var ErrContainerNotFound = errors.New("container not found")
-
 // ErrNoSandbox is returned when a pod has no ready sandbox to forward ports
 // into.
 var ErrNoSandbox = errors.New("pod has no ready sandbox")
@@ -41,7 +37,7 @@ func (m *Manager) FindContainer(ctx context.Context, uid types.UID, name, namesp
 		if previous {
 			what = "previous terminated container"
 		}
-		return container.Status{}, fmt.Errorf("%w: %s %q in pod %s/%s", ErrContainerNotFound, what, containerName, namespace, name)
+		return container.Status{}, fmt.Errorf("%w: %s %q in pod %s/%s", container.ErrContainerNotFound, what, containerName, namespace, name)
 	}
 	return *c, nil
 }
@@ -70,14 +66,9 @@ func (m *Manager) ContainerRunning(ctx context.Context, containerID string) bool
 	return err == nil && resp.GetStatus().GetState() == runtimeapi.ContainerState_CONTAINER_RUNNING
 }
 
-// StreamOptions are the streams of an exec or attach session.
-type StreamOptions struct {
-	Stdin, Stdout, Stderr, TTY bool
-}
-
 // GetExec asks the runtime to prepare an exec session in a container and
 // returns the URL of its streaming server that serves it.
-func (m *Manager) GetExec(ctx context.Context, containerID string, cmd []string, o StreamOptions) (*url.URL, error) {
+func (m *Manager) GetExec(ctx context.Context, containerID string, cmd []string, o container.StreamOptions) (*url.URL, error) {
 	resp, err := m.runtime.Exec(ctx, &runtimeapi.ExecRequest{
 		ContainerId: containerID, Cmd: cmd, Tty: o.TTY, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 	})
@@ -88,7 +79,7 @@ func (m *Manager) GetExec(ctx context.Context, containerID string, cmd []string,
 }
 
 // GetAttach is GetExec for attaching to the container's main process.
-func (m *Manager) GetAttach(ctx context.Context, containerID string, o StreamOptions) (*url.URL, error) {
+func (m *Manager) GetAttach(ctx context.Context, containerID string, o container.StreamOptions) (*url.URL, error) {
 	resp, err := m.runtime.Attach(ctx, &runtimeapi.AttachRequest{
 		ContainerId: containerID, Tty: o.TTY, Stdin: o.Stdin, Stdout: o.Stdout, Stderr: o.Stderr,
 	})

@@ -76,15 +76,16 @@ func New(r Relister, period time.Duration, capacity int, clk clock.WithTicker) *
 // Events is the channel events arrive on.
 func (p *PLEG) Events() <-chan Event { return p.events }
 
-// Start relists until ctx ends.
-func (p *PLEG) Start(ctx context.Context) {
+// Start relists until ctx ends. A failed relist is logged and shows in
+// Healthy; it never stops the loop.
+func (p *PLEG) Start(ctx context.Context) error {
 	t := p.clock.NewTicker(p.period)
 	defer t.Stop()
 	for {
 		p.Relist(ctx)
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-t.C():
 		}
 	}

@@ -81,10 +81,10 @@ func (s *Source) markDirty() {
 // HasSynced reports whether the initial list has reached the store.
 func (s *Source) HasSynced() bool { return s.ctrl.HasSynced() }
 
-// Run watches and sends until ctx ends, then returns nil. It returns an
+// Start watches and sends until ctx ends, then returns nil. It returns an
 // error only for a configuration that can never work. Run must be called
 // once.
-func (s *Source) Run(ctx context.Context) error {
+func (s *Source) Start(ctx context.Context) error {
 	if s.nodeName == "" {
 		return errors.New("node name is empty")
 	}

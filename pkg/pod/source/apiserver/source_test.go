@@ -39,7 +39,7 @@ func start(t *testing.T, client *fake.Clientset) (<-chan podconfig.PodUpdate, fu
 	src := New(client, node, ch)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- src.Run(ctx) }()
+	go func() { done <- src.Start(ctx) }()
 	var once sync.Once
 	stop := func() { once.Do(func() { stopAndWait(t, cancel, done) }) }
 	t.Cleanup(stop)
@@ -273,7 +273,7 @@ func TestRunStopsWhileBlockedOnSend(t *testing.T) {
 
 func TestRunRejectsEmptyNodeName(t *testing.T) {
 	src := New(fake.NewClientset(), "", make(chan podconfig.PodUpdate))
-	if err := src.Run(context.Background()); err == nil {
+	if err := src.Start(context.Background()); err == nil {
 		t.Fatal("Run with no node name returned nil")
 	}
 }

@@ -80,10 +80,10 @@ func New(cfg Config, updates chan<- podconfig.PodUpdate) *Source {
 	}
 }
 
-// Run scans at once, then on every change and every CheckFrequency, until
+// Start scans at once, then on every change and every CheckFrequency, until
 // ctx ends; it then returns nil. It returns an error only for a
 // configuration that can never work (empty path or node name).
-func (s *Source) Run(ctx context.Context) error {
+func (s *Source) Start(ctx context.Context) error {
 	if s.cfg.Path == "" {
 		return errors.New("static pod path is empty")
 	}

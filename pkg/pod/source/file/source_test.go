@@ -39,7 +39,7 @@ func start(t *testing.T, path string, freq time.Duration, watch bool) *harness {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := s.Run(ctx); err != nil {
+		if err := s.Start(ctx); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()

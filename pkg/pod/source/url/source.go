@@ -64,10 +64,10 @@ func New(cfg Config, updates chan<- podconfig.PodUpdate) *Source {
 	return &Source{cfg: cfg, updates: updates}
 }
 
-// Run fetches at once and then every CheckFrequency until ctx ends; it then
+// Start fetches at once and then every CheckFrequency until ctx ends; it then
 // returns nil. It returns an error only for a configuration that can never
 // work (empty URL or node name).
-func (s *Source) Run(ctx context.Context) error {
+func (s *Source) Start(ctx context.Context) error {
 	if s.cfg.URL == "" {
 		return errors.New("static pod URL is empty")
 	}

@@ -66,7 +66,7 @@ func start(t *testing.T, url string, header http.Header) *harness {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := s.Run(ctx); err != nil {
+		if err := s.Start(ctx); err != nil {
 			t.Errorf("Run: %v", err)
 		}
 	}()

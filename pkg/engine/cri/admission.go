@@ -1,0 +1,116 @@
+package cri
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/gokubelet/kubelet/pkg/pod/admission"
+	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
+	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
+)
+
+// SecurityAdmission is the node-security part of admission: sysctls the
+// node allows, and why AppArmor is unavailable ("" when it is available).
+type SecurityAdmission struct {
+	Sysctls       *admission.SysctlAllowlist
+	AppArmorError string
+}
+
+// admissionCache remembers, per pod, admission's decision: a pod is
+// admitted once, and a rejected pod is not reconsidered on every update.
+type admissionCache struct {
+	mu sync.Mutex
+	m  map[types.UID]bool
+}
+
+func (a *admissionCache) get(uid types.UID) (admitted, decided bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	admitted, decided = a.m[uid]
+	return admitted, decided
+}
+
+func (a *admissionCache) set(uid types.UID, admitted bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.m[uid] = admitted
+}
+
+// forget drops the decisions about pods keep does not claim.
+func (a *admissionCache) forget(keep func(types.UID) bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for uid := range a.m {
+		if !keep(uid) {
+			delete(a.m, uid)
+		}
+	}
+}
+
+// admit decides, once per pod, whether a new pod may run here, as upstream
+// admission does, against the core's Node (the API server's copy, or the
+// one built from local facts). A rejected pod ends Failed with the reason
+// and an event.
+func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
+	if admitted, decided := e.admission.get(p.UID); decided {
+		return admitted
+	}
+	if _, running := e.workers.Get(p.UID); running {
+		// Already running (e.g. adopted after a restart): keep it.
+		e.admission.set(p.UID, true)
+		return true
+	}
+	if st, ok := e.core.Status().GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
+		return false
+	}
+	if podstatus.IsTerminal(p.Status.Phase) {
+		return false
+	}
+	node := e.core.Node()
+	res := admission.Security(p, node, e.security.Sysctls, e.security.AppArmorError)
+	if res.Admit {
+		res = admission.Admit(p, node, e.activePods(p.UID))
+	}
+	e.admission.set(p.UID, res.Admit)
+	if res.Admit {
+		return true
+	}
+	klog.FromContext(ctx).Info("Pod rejected by admission", "pod", klog.KObj(p), "reason", res.Reason, "message", res.Message)
+	e.core.Recorder().Event(p, v1.EventTypeWarning, res.Reason, res.Message)
+	st := e.computeStatus(p, nil, podstatus.Options{FailReason: res.Reason, FailMessage: res.Message})
+	e.core.Status().SetPodStatus(p, st)
+	return false
+}
+
+// activePods are the admitted pods that still run or may run.
+func (e *Engine) activePods(except types.UID) []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range e.core.Pods().List() {
+		if p.UID == except {
+			continue
+		}
+		if admitted, _ := e.admission.get(p.UID); !admitted {
+			continue
+		}
+		if info, ok := e.workers.Get(p.UID); ok && info.State == podworkers.Terminated {
+			continue
+		}
+		if st, ok := e.core.Status().GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// sortByCreation orders pods as upstream admits them: oldest first.
+func sortByCreation(pods []*v1.Pod) []*v1.Pod {
+	out := append([]*v1.Pod(nil), pods...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp) })
+	return out
+}

@@ -1,0 +1,15 @@
+// Package cri is the engine that runs a real node's pods on a CRI runtime
+// (containerd): the pod worker handler (handler.go: sync, terminate, clean
+// up), the sync loop that feeds the workers from the pod sources, the PLEG
+// and the probers (syncloop.go), admission (admission.go) and the orphan
+// and cgroup housekeeping.
+//
+// It plugs into the node core (pkg/node) from both sides: it reads the
+// desired pods, writes statuses and records events through the core, and
+// answers the core's lifecycle questions (node.Lifecycle). It talks to the
+// runtime only through the Runtime interface, so it runs in tests against
+// a fake runtime, in-process.
+//
+// It never talks to the API server itself: statuses go through the core's
+// status writer, mirror pods through the core.
+package cri

@@ -1,0 +1,295 @@
+package cri
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/pkg/node"
+	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
+	"github.com/gokubelet/kubelet/pkg/runnable"
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/volume"
+)
+
+// harness runs a standalone node core and the engine on a fake runtime,
+// in-process, with the real loops.
+type harness struct {
+	t       *testing.T
+	core    *node.Core
+	rt      *fakeRuntime
+	eng     *Engine
+	updates chan podconfig.PodUpdate
+	seenAll atomic.Bool
+}
+
+func smallNode(context.Context) (nodestatus.Facts, error) {
+	return nodestatus.Facts{
+		Capacity: v1.ResourceList{
+			v1.ResourceCPU:    resource.MustParse("2"),
+			v1.ResourceMemory: resource.MustParse("4Gi"),
+			v1.ResourcePods:   resource.MustParse("110"),
+		},
+		Labels:    map[string]string{v1.LabelOSStable: "linux"},
+		Readiness: nodestatus.Readiness{RuntimeReady: true, NetworkReady: true},
+	}, nil
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	core, err := node.New(ctx, node.Options{Config: nodestatus.Config{NodeName: "n1", MaxPods: 110}, Facts: nodestatus.FactsFunc(smallNode)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, core: core, rt: newFakeRuntime(), updates: make(chan podconfig.PodUpdate, 10)}
+	vols := volume.New(volume.Options{RootDir: t.TempDir(), Objects: core.Objects(), Tokens: core.Tokens(),
+		NodeAllocatable: func() v1.ResourceList { return core.Node().Status.Allocatable },
+		Recorder:        core.Recorder(), Clock: clock.RealClock{},
+		Resync: func(uid types.UID) { h.eng.Resync(uid) }, Evict: func(uid types.UID, msg string) { h.eng.Evict(uid, msg) }})
+	h.eng = New(Deps{Core: core, Runtime: h.rt, Volumes: vols, Updates: h.updates, Sources: []string{podspec.SourceFile},
+		SeenAllSources: func(...string) bool { return h.seenAll.Load() }, Resync: time.Minute})
+	var g runnable.Group
+	core.AddTo(g.Stage("core"))
+	h.eng.AddTo(g.Stage("engine"), g.Stage("sync-loop"))
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("group: %v", err)
+		}
+		core.Shutdown()
+	})
+	return h
+}
+
+func (h *harness) send(op podconfig.Op, pods ...*v1.Pod) {
+	h.updates <- podconfig.PodUpdate{Op: op, Source: podspec.SourceFile, Pods: pods}
+}
+
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) phase(uid types.UID) v1.PodPhase {
+	st, _ := h.core.Status().GetPodStatus(uid)
+	return st.Phase
+}
+
+// testPod is a static pod (source file); apiPod makes it an API pod.
+func testPod(uid, name string, cpu string) *v1.Pod {
+	p := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Name: name, Namespace: "default",
+			CreationTimestamp: metav1.Now(), Annotations: map[string]string{podspec.ConfigSourceAnnotation: podspec.SourceFile}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "img"}}},
+	}
+	if cpu != "" {
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+	}
+	return p
+}
+
+func TestAdmittedPodRunsAndReportsRunning(t *testing.T) {
+	h := newHarness(t)
+	p := testPod("u1", "web", "500m")
+	h.send(podconfig.ADD, p)
+	h.eventually("the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
+	if !h.eng.RunsStaticPod("u1") {
+		t.Errorf("an admitted static pod does not count as running (no mirror pod would be made)")
+	}
+	if h.eng.PodTerminated("u1") {
+		t.Errorf("a running pod counts as terminated")
+	}
+}
+
+func apiPod(p *v1.Pod) *v1.Pod {
+	p.Annotations[podspec.ConfigSourceAnnotation] = podspec.SourceAPI
+	return p
+}
+
+// Admission applies standalone too (against the Node built from local
+// facts), decides once, and a rejected pod never reaches the runtime.
+// (Static pods are critical and skip the resource checks, as upstream, so
+// this uses API pods.)
+func TestAdmissionRejectsOnceAndRemembers(t *testing.T) {
+	h := newHarness(t)
+	big := apiPod(testPod("big", "big", "10"))
+	h.send(podconfig.ADD, big)
+	h.eventually("the pod Failed", func() bool { return h.phase("big") == v1.PodFailed })
+	st, _ := h.core.Status().GetPodStatus("big")
+	if st.Reason != "OutOfcpu" {
+		t.Errorf("reason = %q, want OutOfcpu", st.Reason)
+	}
+	// An update of the rejected pod is not admitted again, even though
+	// the node is empty.
+	h.send(podconfig.UPDATE, big)
+	small := apiPod(testPod("small", "small", "100m"))
+	h.send(podconfig.ADD, small)
+	h.eventually("the small pod Running", func() bool { return h.phase("small") == v1.PodRunning })
+	if n := h.rt.count("SyncPod"); n != 1 {
+		t.Errorf("SyncPod calls = %d, want 1 (only the small pod)", n)
+	}
+}
+
+// A static pod rejected by admission (here: a host port already taken)
+// does not count as running, so it gets no mirror pod.
+func TestRejectedStaticPodGetsNoMirror(t *testing.T) {
+	h := newHarness(t)
+	withPort := func(p *v1.Pod) *v1.Pod {
+		p.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080, Protocol: v1.ProtocolTCP}}
+		return p
+	}
+	h.send(podconfig.ADD, withPort(testPod("first", "first", "")))
+	h.eventually("the first pod Running", func() bool { return h.phase("first") == v1.PodRunning })
+	h.send(podconfig.ADD, withPort(testPod("second", "second", "")))
+	h.eventually("the second pod Failed", func() bool { return h.phase("second") == v1.PodFailed })
+	if h.eng.RunsStaticPod("second") {
+		t.Errorf("a rejected static pod counts as running (it would get a mirror pod)")
+	}
+	if !h.eng.RunsStaticPod("first") {
+		t.Errorf("the admitted static pod does not count as running")
+	}
+}
+
+// A RECONCILE (status-only change in the source) updates the desired pod
+// but starts no work.
+func TestReconcileDoesNotSync(t *testing.T) {
+	h := newHarness(t)
+	p := testPod("u1", "web", "")
+	h.send(podconfig.RECONCILE, p)
+	h.eventually("the pod recorded", func() bool { return h.core.Pods().Has("u1") })
+	// A later ADD of another pod is handled after the RECONCILE, so once
+	// it runs, the RECONCILE has been handled too.
+	h.send(podconfig.ADD, testPod("u2", "other", ""))
+	h.eventually("the other pod Running", func() bool { return h.phase("u2") == v1.PodRunning })
+	if _, ok := h.eng.workers.Get("u1"); ok {
+		t.Errorf("RECONCILE started a pod worker")
+	}
+}
+
+// Orphans (runtime pods no source wants) are only stopped once every
+// source has reported, so a restarted kubelet never kills pods it simply
+// has not heard of yet.
+func TestOrphansWaitForEverySource(t *testing.T) {
+	h := newHarness(t)
+	h.rt.run("orphan", "default", "left-behind", "c")
+	h.eventually("a relist", func() bool { return h.eng.pleg.HasRelisted() })
+	ctx := context.Background()
+	h.eng.housekeeping(ctx)
+	if _, ok := h.eng.workers.Get("orphan"); ok || h.rt.count("KillPod") != 0 {
+		t.Fatalf("an orphan was stopped before every source reported")
+	}
+	h.seenAll.Store(true)
+	h.eng.housekeeping(ctx)
+	h.eventually("the orphan removed from the runtime", func() bool { return h.rt.count("RemovePod") == 1 })
+	if h.rt.count("KillPod") == 0 {
+		t.Errorf("the orphan was removed without being stopped")
+	}
+}
+
+// A pod being deleted is stopped within its grace period, removed from the
+// runtime, and only then may its API object go.
+func TestDeletedPodIsStoppedThenDeletable(t *testing.T) {
+	h := newHarness(t)
+	p := testPod("u1", "web", "")
+	h.send(podconfig.ADD, p)
+	h.eventually("the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
+	if h.eng.CanBeDeleted(p) {
+		t.Fatalf("a running pod can be deleted")
+	}
+	del := p.DeepCopy()
+	del.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	del.DeletionGracePeriodSeconds = ptr.To[int64](0)
+	h.send(podconfig.DELETE, del)
+	h.eventually("the pod deletable", func() bool { return h.eng.CanBeDeleted(del) })
+	if h.rt.count("KillPod") == 0 || h.rt.count("RemovePod") == 0 {
+		t.Errorf("kill=%d remove=%d, want both", h.rt.count("KillPod"), h.rt.count("RemovePod"))
+	}
+	if info, ok := h.eng.workers.Get("u1"); ok && info.State != podworkers.Terminated {
+		t.Errorf("worker state = %v", info.State)
+	}
+}
+
+func TestReasonCacheKeepsOnlyCurrentReasons(t *testing.T) {
+	var r reasonCache
+	r.update("u", map[string]container.WaitingReason{"a": {Reason: "CrashLoopBackOff"}, "b": {Reason: "ErrImagePull"}})
+	// b started this time: its old reason must go; a is untouched.
+	r.update("u", map[string]container.WaitingReason{"b": {}})
+	got := r.get("u")
+	if len(got) != 1 || got["a"].Reason != "CrashLoopBackOff" {
+		t.Fatalf("reasons = %v", got)
+	}
+	got["a"] = container.WaitingReason{}
+	if r.get("u")["a"].Reason != "CrashLoopBackOff" {
+		t.Fatalf("get returned the cache's own map")
+	}
+	r.remove("u")
+	if len(r.get("u")) != 0 {
+		t.Fatalf("remove kept reasons")
+	}
+}
+
+func TestActiveDeadline(t *testing.T) {
+	start := time.Unix(1000, 0)
+	clk := clocktesting.NewFakeClock(start)
+	core, err := node.New(context.Background(), node.Options{Config: nodestatus.Config{NodeName: "n1"}, Facts: nodestatus.FactsFunc(smallNode)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer core.Shutdown()
+	e := &Engine{clock: clk, core: core}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}, Spec: v1.PodSpec{ActiveDeadlineSeconds: ptr.To[int64](30)}}
+	st := v1.PodStatus{Phase: v1.PodRunning, StartTime: &metav1.Time{Time: start}}
+	core.Status().SetPodStatus(pod, st)
+
+	tests := []struct {
+		name      string
+		elapsed   time.Duration
+		retry     time.Duration
+		exceeded  bool
+		wantRetry time.Duration
+	}{
+		{"well within", 10 * time.Second, 0, false, 20 * time.Second},
+		{"back-off ends before the deadline", 10 * time.Second, 5 * time.Second, false, 5 * time.Second},
+		{"deadline before the back-off ends", 25 * time.Second, 60 * time.Second, false, 5 * time.Second},
+		{"just past", 31 * time.Second, 0, true, time.Millisecond},
+	}
+	for _, tt := range tests {
+		clk.SetTime(start.Add(tt.elapsed))
+		reason, _, ok := e.activeDeadlineExceeded(pod, st)
+		if ok != tt.exceeded || (ok && reason != "DeadlineExceeded") {
+			t.Errorf("%s: exceeded=%v reason=%q", tt.name, ok, reason)
+		}
+		if got := e.deadlineRetry(pod, tt.retry); got != tt.wantRetry {
+			t.Errorf("%s: retry = %v, want %v", tt.name, got, tt.wantRetry)
+		}
+	}
+	// No deadline: the runtime's retry stands; a terminal pod never exceeds.
+	noDeadline := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u"}}
+	if got := e.deadlineRetry(noDeadline, 7*time.Second); got != 7*time.Second {
+		t.Errorf("retry without deadline = %v", got)
+	}
+	if _, _, ok := e.activeDeadlineExceeded(pod, v1.PodStatus{Phase: v1.PodSucceeded, StartTime: st.StartTime}); ok {
+		t.Errorf("a terminal pod exceeded its deadline")
+	}
+}

@@ -1,0 +1,72 @@
+package node
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// ClientConfig says how to reach the API server.
+type ClientConfig struct {
+	// Kubeconfig is the kubeconfig file's path.
+	Kubeconfig string
+	// REST, when set, is the base configuration instead of Kubeconfig's
+	// (the TLS-bootstrapped identity with its rotating client certificate,
+	// see pkg/node/certs). It is copied, not changed.
+	REST *rest.Config
+	// UserAgent identifies this kubelet.
+	UserAgent string
+	// ContentType of requests (contentType), the client's default when
+	// empty.
+	ContentType string
+	// QPS and Burst limit API requests (kubeAPIQPS, kubeAPIBurst).
+	QPS   float32
+	Burst int
+	// EventQPS and EventBurst limit event writes on their own client
+	// (eventRecordQPS, eventBurst), as upstream.
+	EventQPS   float32
+	EventBurst int
+}
+
+// Clients are the API clients of a node: one for everything but events,
+// one for events, so a flood of events never starves status writes.
+type Clients struct {
+	Kube   kubernetes.Interface
+	Events kubernetes.Interface
+	// Config is the REST config Kube was built from (for clients of other
+	// API groups).
+	Config *rest.Config
+}
+
+// NewClients builds the clients from cfg.REST, or else from the kubeconfig
+// file.
+func NewClients(cfg ClientConfig) (*Clients, error) {
+	var rc *rest.Config
+	if cfg.REST != nil {
+		rc = rest.CopyConfig(cfg.REST)
+	} else {
+		var err error
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
+		}
+	}
+	rc.UserAgent = cfg.UserAgent
+	if cfg.ContentType != "" {
+		rc.ContentType = cfg.ContentType
+	}
+	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("API client: %w", err)
+	}
+	ec := rest.CopyConfig(rc)
+	ec.QPS, ec.Burst = cfg.EventQPS, cfg.EventBurst
+	events, err := kubernetes.NewForConfig(ec)
+	if err != nil {
+		return nil, fmt.Errorf("API client for events: %w", err)
+	}
+	return &Clients{Kube: kube, Events: events, Config: rc}, nil
+}

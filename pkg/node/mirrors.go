@@ -1,0 +1,100 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/gokubelet/kubelet/pkg/node/mirrorpod"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+)
+
+// mirrorResync is how often mirror pods are reconciled without a trigger.
+const mirrorResync = 10 * time.Second
+
+// mirrorLoop keeps one mirror pod per running static pod in the API
+// server, and none for static pods that are gone. API calls happen here,
+// never in an engine's loop.
+type mirrorLoop struct {
+	core    *Core
+	client  *mirrorpod.Manager
+	apiNode func() *v1.Node
+	// registered is closed once the Node is registered: mirror pods wait
+	// for their owner.
+	registered <-chan struct{}
+	// kick (capacity 1) asks for a reconcile now.
+	kick chan struct{}
+}
+
+func newMirrorLoop(c *Core, client *mirrorpod.Manager, apiNode func() *v1.Node, registered <-chan struct{}) *mirrorLoop {
+	return &mirrorLoop{core: c, client: client, apiNode: apiNode, registered: registered, kick: make(chan struct{}, 1)}
+}
+
+func (l *mirrorLoop) trigger() {
+	select {
+	case l.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Start reconciles on every trigger, when the Node gets registered, and
+// every mirrorResync until ctx ends.
+func (l *mirrorLoop) Start(ctx context.Context) error {
+	t := l.core.clock.NewTicker(mirrorResync)
+	defer t.Stop()
+	registered := l.registered
+	for {
+		l.reconcile(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		case <-l.kick:
+		case <-registered:
+			registered = nil // once
+		}
+	}
+}
+
+// reconcile creates the mirror pods static pods lack, replaces outdated
+// ones and deletes those whose static pod is gone. A mirror pod is only
+// created once the Node is registered (it is owned by the Node).
+func (l *mirrorLoop) reconcile(ctx context.Context) {
+	log := klog.FromContext(ctx)
+	c := l.core
+	node := l.apiNode()
+	wanted := map[string]bool{}
+	for _, p := range c.pods.List() {
+		if !podspec.IsStatic(p) || !c.lifecycle.RunsStaticPod(p.UID) {
+			continue
+		}
+		wanted[podspec.FullName(p)] = true
+		mirror, _ := c.pods.MirrorOf(p)
+		create, del := mirrorpod.Needs(p, mirror)
+		if del {
+			uid := mirror.UID
+			if _, err := l.client.DeleteMirror(ctx, podspec.FullName(mirror), &uid); err != nil {
+				log.Error(err, "Deleting an outdated mirror pod", "pod", klog.KObj(mirror))
+				continue
+			}
+		}
+		if create && node != nil {
+			if err := l.client.CreateMirror(ctx, p, node); err != nil && !errors.Is(err, mirrorpod.ErrNodeDeleting) {
+				log.Error(err, "Creating mirror pod", "pod", klog.KObj(p))
+				c.recorder.Eventf(p, v1.EventTypeWarning, "FailedCreateMirrorPod", "creating mirror pod: %v", err)
+			}
+		}
+	}
+	for _, m := range c.pods.Mirrors() {
+		if wanted[podspec.FullName(m)] || m.DeletionTimestamp != nil {
+			continue
+		}
+		uid := m.UID
+		if _, err := l.client.DeleteMirror(ctx, podspec.FullName(m), &uid); err != nil {
+			log.Error(err, "Deleting an orphaned mirror pod", "pod", klog.KObj(m))
+		}
+	}
+}

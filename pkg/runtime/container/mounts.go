@@ -1,0 +1,27 @@
+package container
+
+import (
+	"context"
+
+	v1 "k8s.io/api/core/v1"
+)
+
+// Mount is one volume mount of a container, prepared on the host by the
+// volume manager.
+type Mount struct {
+	// Name is the volume's name in the pod spec.
+	Name string
+	// HostPath is what gets mounted: the volume's directory, or the bind
+	// mount of its subPath.
+	HostPath      string
+	ContainerPath string
+	ReadOnly      bool
+	// Propagation is the volumeMount's mountPropagation; "" is None.
+	Propagation v1.MountPropagationMode
+}
+
+// MountsFunc returns the mounts of a container's volumeMounts, in order.
+// env looks up the container's resolved environment (for subPathExpr). An
+// error makes the container wait with CreateContainerConfigError and the
+// error as message.
+type MountsFunc func(ctx context.Context, pod *v1.Pod, c *v1.Container, env func(string) (string, bool)) ([]Mount, error)

@@ -1,0 +1,109 @@
+package volume
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/volume/subpath"
+)
+
+var _ container.MountsFunc = (*Manager)(nil).ContainerMounts
+
+// ContainerMounts returns the mounts of the container's volumeMounts from
+// the volumes SetUpPod prepared: the volume's host path, or for a subPath
+// (or subPathExpr, expanded with env) a bind mount of what it names,
+// resolved so it cannot lead outside the volume. configMap, secret,
+// downwardAPI and projected volumes, and claims mounted readOnly, are
+// read-only whatever the volumeMount says.
+func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, env func(string) (string, bool)) ([]container.Mount, error) {
+	m.mu.Lock()
+	pv := m.pods[pod.UID]
+	m.mu.Unlock()
+	if pv == nil && len(c.VolumeMounts) > 0 {
+		return nil, fmt.Errorf("the volumes of pod %s/%s are not set up", pod.Namespace, pod.Name)
+	}
+	var out []container.Mount
+	for i, vm := range c.VolumeMounts {
+		pv.mu.Lock()
+		vs := pv.vols[vm.Name]
+		var path string
+		var ro, ready bool
+		if vs != nil {
+			path, ro, ready = vs.path, vs.src != nil && vs.src.readOnly(), vs.ready
+		}
+		pv.mu.Unlock()
+		if !ready {
+			return nil, fmt.Errorf("volume %q of container %q is not set up", vm.Name, c.Name)
+		}
+		sub := vm.SubPath
+		if vm.SubPathExpr != "" {
+			var err error
+			if sub, err = ExpandSubPathExpr(vm.SubPathExpr, env); err != nil {
+				return nil, fmt.Errorf("subPathExpr %q of volumeMount %q: %w", vm.SubPathExpr, vm.Name, err)
+			}
+		}
+		if sub != "" {
+			if err := subpath.Validate(sub); err != nil {
+				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
+			}
+			target := subpath.Target(m.PodDir(pod.UID), vm.Name, c.Name, i)
+			p, err := subpath.Prepare(path, sub, target)
+			if err != nil {
+				return nil, fmt.Errorf("failed to prepare subPath for volumeMount %q of container %q: %w", vm.Name, c.Name, err)
+			}
+			path = p
+		}
+		mnt := container.Mount{Name: vm.Name, HostPath: path, ContainerPath: vm.MountPath, ReadOnly: vm.ReadOnly || ro}
+		if vm.MountPropagation != nil {
+			mnt.Propagation = *vm.MountPropagation
+		}
+		out = append(out, mnt)
+	}
+	return out, nil
+}
+
+// ExpandSubPathExpr expands $(VAR) references in a subPathExpr with the
+// container's environment ("$$" is a literal "$"). A variable that is not
+// set or empty is an error, as upstream.
+func ExpandSubPathExpr(expr string, env func(string) (string, bool)) (string, error) {
+	var b strings.Builder
+	var missing []string
+	for i := 0; i < len(expr); i++ {
+		if expr[i] != '$' || i+1 >= len(expr) {
+			b.WriteByte(expr[i])
+			continue
+		}
+		switch expr[i+1] {
+		case '$':
+			b.WriteByte('$')
+			i++
+		case '(':
+			end := strings.IndexByte(expr[i+2:], ')')
+			if end < 0 {
+				b.WriteString(expr[i:])
+				i = len(expr)
+				continue
+			}
+			name := expr[i+2 : i+2+end]
+			v, ok := "", false
+			if env != nil {
+				v, ok = env(name)
+			}
+			if !ok || v == "" {
+				missing = append(missing, name)
+			}
+			b.WriteString(v)
+			i += 2 + end
+		default:
+			b.WriteByte('$')
+		}
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("missing value for %s", strings.Join(missing, ", "))
+	}
+	return b.String(), nil
+}
