@@ -89,6 +89,8 @@ type Kubelet struct {
 	probes *prober.Manager
 	// cluster is nil in standalone mode.
 	cluster *clusterParts
+	// obs is the monitoring (stats, metrics, startup timeline); see wire_stats.go.
+	obs *observability
 
 	// housekeepingRuns counts housekeeping passes (sync loop only).
 	housekeepingRuns int

@@ -37,6 +37,7 @@ func (k *Kubelet) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration
 	}
 
 	res := k.runtime.SyncPod(ctx, pod, rs)
+	k.obs.syncResult(pod, res)
 	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
 	k.reasons.update(pod.UID, res.WaitingReasons())
 	if res.Changed() {

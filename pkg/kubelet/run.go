@@ -72,6 +72,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		}
 	}
 
+	k.obs = newObservability()
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
 		RuntimeEndpoint:       cfg.ContainerRuntimeEndpoint,
 		ImageEndpoint:         cfg.ImageServiceEndpoint,
@@ -91,6 +92,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Liveness: func(uid types.UID, name, containerID string) (bool, string) {
 			return k.probes.Liveness(uid, name, containerID)
 		},
+		CRIObserver: k.obs.criObserver(),
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
@@ -105,7 +107,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	log.Info("Container runtime ready", "runtime", rt.Type(), "version", version)
 
 	k.pleg = pleg.New(rt, plegRelistPeriod, plegChannelCapacity, k.clock)
-	k.workers = podworkers.New(k, podworkers.Options{Resync: cfg.SyncFrequency.Duration, Clock: k.clock})
+	k.workers = podworkers.New(k.obs.wrapHandler(k), podworkers.Options{Resync: cfg.SyncFrequency.Duration, Clock: k.clock})
 
 	var wg sync.WaitGroup
 	goRun := func(name string, f func(context.Context)) {
@@ -119,7 +121,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 
 	// Status first: workers write to it from their first sync.
 	sm := statuswriter.NewManager(statuswriter.Options{Client: cl.client(), Resolver: cl.resolver(k)})
-	k.status = sm
+	k.status = k.obs.wrapStatus(sm)
 	goRun("status", sm.Run)
 
 	// Pod sources.
@@ -147,6 +149,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	}
 	goRun("podconfig", func(ctx context.Context) { k.merger.Run(ctx) })
 
+	k.obs.start(k, rt, machine)
+
 	// HTTP endpoints: bind before starting the loops, so a port in use is a
 	// clear start-up failure.
 	checks := []server.HealthCheck{{Name: "syncloop", Check: k.syncLoopHealthy}, {Name: "pleg", Check: k.pleg.Healthy}}
@@ -163,7 +167,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 			return fmt.Errorf("read-only endpoint: %w", err)
 		}
 		goRun("read-only-server", func(ctx context.Context) {
-			logServe(ctx, server.Serve(ctx, l, server.ReadOnlyHandler(k, checks...)))
+			logServe(ctx, server.Serve(ctx, l, k.obs.readOnly(server.ReadOnlyHandler(k, checks...))))
 		})
 	}
 

@@ -53,6 +53,7 @@ func (k *Kubelet) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 	if len(u.Pods) > 0 {
 		log.V(2).Info("Pod config update", "op", u.Op.String(), "source", u.Source, "pods", podNames(u.Pods))
 	}
+	k.obs.podUpdate(u)
 	switch u.Op {
 	case podconfig.ADD, podconfig.UPDATE, podconfig.DELETE, podconfig.RECONCILE:
 		// DELETE is a graceful deletion: the pod stays desired until its

@@ -17,6 +17,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runtime/backoff"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
+	"github.com/gokubelet/kubelet/pkg/runtime/instrumented"
 )
 
 // Cgroup drivers.
@@ -87,6 +88,11 @@ type Options struct {
 	// their liveness or startup probe: they are killed and restarted by the
 	// restart policy (see ComputePodActions).
 	Liveness LivenessFunc
+
+	// CRIObserver, when set, hears about the CRI calls of pod starts (the
+	// pod startup timeline). Every CRI call is counted in the runtime
+	// operation metrics either way (package instrumented).
+	CRIObserver instrumented.Observer
 }
 
 func (o *Options) setDefaults() {
@@ -155,7 +161,7 @@ func New(ctx context.Context, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to CRI image service %s: %w", o.ImageEndpoint, err)
 	}
-	return NewWithServices(ctx, rs, is, o)
+	return NewWithServices(ctx, instrumented.RuntimeService(rs, o.CRIObserver), instrumented.ImageService(is, o.CRIObserver), o)
 }
 
 // NewWithServices returns a Manager over already-built CRI services (the
