@@ -51,6 +51,18 @@ running() {
 # port_in_use PORT: something listens on TCP PORT.
 port_in_use() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
 
+# close_inherited_fds closes every descriptor above 2: a daemon must not keep
+# its starter's descriptors, least of all the flock of /tmp/gk-heavy.lock
+# (`flock LOCK hack/cluster.sh up`), which it would otherwise hold for as long
+# as it runs, blocking every other heavy command on the machine.
+close_inherited_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
 # start NAME PORT BINARY ARGS...: starts BINARY in its own session, detached
 # from this shell, logging to $CLUSTER_LOG_DIR/NAME.log, unless already running.
 start() {
@@ -65,7 +77,7 @@ start() {
   fi
   log "starting $name (log: $CLUSTER_LOG_DIR/$name.log)"
   echo "=== $(date -u +%FT%TZ) starting: $*" >> "$CLUSTER_LOG_DIR/$name.log"
-  setsid "$@" >> "$CLUSTER_LOG_DIR/$name.log" 2>&1 < /dev/null &
+  (close_inherited_fds; exec setsid "$@") >> "$CLUSTER_LOG_DIR/$name.log" 2>&1 < /dev/null &
   echo $! > "$(pidfile "$name")"
   sleep 0.2
   running "$name" >/dev/null || { tail -n 20 "$CLUSTER_LOG_DIR/$name.log" >&2; die "$name exited at once"; }
@@ -206,6 +218,7 @@ start_etcd() {
 start_apiserver() {
   local extra=()
   [ "$KUBELET_VERIFY_SERVING" = 1 ] && extra+=(--kubelet-certificate-authority="$PKI_DIR/ca.crt")
+  mapfile -t -O "${#extra[@]}" extra < <(aggregation_flags)
   start kube-apiserver "$APISERVER_PORT" "$BIN_DIR/kube-apiserver" \
     --advertise-address="$(node_ip)" \
     --bind-address=0.0.0.0 \
@@ -264,6 +277,41 @@ start_scheduler() {
     --profiling=false
 }
 
+# ---- metrics-server and the aggregation layer (kubectl top) ------------------
+# Everything about metrics-server lives in hack/metrics-server.sh; these
+# functions only fit it into up/down/status. METRICS_SERVER=0 leaves it out.
+
+METRICS_SERVER=${METRICS_SERVER:-1}
+
+aggregation_flags() { "$here/metrics-server.sh" apiserver-flags; }
+
+# restart_apiserver_for_aggregation: a kube-apiserver started before the
+# aggregation layer was configured is stopped, so start_apiserver starts it
+# with the flags (a one-time restart; state is in etcd).
+restart_apiserver_for_aggregation() {
+  local pid
+  pid=$(running kube-apiserver) || return 0
+  tr '\0' '\n' < "/proc/$pid/cmdline" | grep -qx -- "--enable-aggregator-routing=true" && return 0
+  log "kube-apiserver runs without the aggregation layer metrics-server needs; restarting it"
+  stop kube-apiserver
+}
+
+start_metrics_server() {
+  [ "$METRICS_SERVER" = 1 ] || return 0
+  "$here/metrics-server.sh" build >&2
+  "$here/metrics-server.sh" apply
+  local args
+  mapfile -t args < <("$here/metrics-server.sh" args)
+  start metrics-server "${METRICS_SERVER_PORT:-4443}" "${args[@]}"
+}
+
+# wait_metrics_server: the metrics API answers for the node (only when a
+# node kubelet was started; with CLUSTER_NODE=0 whoever runs the kubelet waits).
+wait_metrics_server() {
+  [ "$METRICS_SERVER" = 1 ] && [ "${CLUSTER_NODE:-1}" != 0 ] || return 0
+  wait_until "the metrics API (kubectl top)" 120 metrics-server "$here/metrics-server.sh" ready
+}
+
 # ---- commands ----------------------------------------------------------------
 
 cmd_up() {
@@ -275,12 +323,15 @@ cmd_up() {
   mkdir -p "$CLUSTER_DIR" "$CLUSTER_RUN_DIR" "$CLUSTER_LOG_DIR"
   chmod 700 "$CLUSTER_DIR"
   "$here/pki.sh"
+  "$here/metrics-server.sh" pki
   write_configs
   start_etcd
+  restart_apiserver_for_aggregation
   start_apiserver
   start_controller_manager
   start_scheduler
   wait_until "the default ServiceAccount" 90 kube-controller-manager default_sa_exists
+  start_metrics_server
   if [ "${CLUSTER_NODE:-1}" = 0 ]; then
     log "CLUSTER_NODE=0: control plane only (node settings: $KUBELET_ENV)"
   elif [ -x "$here/node.sh" ]; then
@@ -288,6 +339,7 @@ cmd_up() {
   else
     log "hack/node.sh not found; control plane only (node settings: $KUBELET_ENV)"
   fi
+  wait_metrics_server
   log "cluster up: apiserver $APISERVER_URL (advertised $(node_ip):$APISERVER_PORT)"
   echo "export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
@@ -302,6 +354,7 @@ cmd_down() {
   if [ -x "$here/node.sh" ]; then
     NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" down || log "hack/node.sh down failed; continuing"
   fi
+  stop metrics-server
   local i
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop "${COMPONENTS[$i]}"
@@ -321,6 +374,11 @@ cmd_status() {
       printf '%-24s stopped\n' "$c"
     fi
   done
+  if pid=$(running metrics-server); then
+    printf '%-24s running  pid %s\n' metrics-server "$pid"
+  else
+    printf '%-24s stopped\n' metrics-server
+  fi
   if running kube-apiserver >/dev/null && apiserver_ready; then
     printf '%-24s %s\n' "apiserver /readyz" "ok ($APISERVER_URL)"
   else

@@ -62,7 +62,11 @@ write_config() {
     . "$CLUSTER_ENV"
     NODE_KUBECONFIG=$kc
   fi
+  # Standalone, the read-only port stays on loopback; a cluster node serves
+  # it on the node's IP, where metrics-server reaches it (hack/metrics-server.sh).
+  KUBELET_ADDRESS=127.0.0.1
   if [ -n "${NODE_KUBECONFIG:-}" ]; then
+    KUBELET_ADDRESS=${NODE_IP:-127.0.0.1}
     cluster_lines="clusterDomain: ${CLUSTER_DOMAIN:-cluster.local}"
     if [ -n "${CLUSTER_DNS:-}" ]; then
       cluster_lines+=$'\n'"clusterDNS: [\"$CLUSTER_DNS\"]"
@@ -77,7 +81,7 @@ staticPodPath: $STATIC_POD_PATH
 containerRuntimeEndpoint: unix://$GK_CTRD_SOCK
 cgroupDriver: cgroupfs
 failSwapOn: false
-address: 127.0.0.1
+address: $KUBELET_ADDRESS
 readOnlyPort: $READ_ONLY_PORT
 healthzPort: $HEALTHZ_PORT
 podLogsDir: /var/log/pods
@@ -122,7 +126,8 @@ up() {
   cat <<MSG
 
 The node is up. See its pods:
-  curl -s http://127.0.0.1:$READ_ONLY_PORT/pods | python3 -m json.tool     # the kubelet's view, with status
+  curl -s http://$KUBELET_ADDRESS:$READ_ONLY_PORT/pods | python3 -m json.tool     # the kubelet's view, with status
+  curl -s http://$KUBELET_ADDRESS:$READ_ONLY_PORT/stats/summary             # resource usage (docs/metrics.md)
   curl -s http://127.0.0.1:$HEALTHZ_PORT/healthz                            # ok
   ctr --address $GK_CTRD_SOCK -n k8s.io containers ls                       # the runtime's view
 Static pods come from $STATIC_POD_PATH: add, edit or remove a manifest there.

@@ -57,8 +57,11 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer, run runFunc) *cob
 (or, without --kubeconfig, runs standalone), keeps the node's lease and
 status, runs the pods bound to the node (and static pods) through a CRI
 container runtime, probes them, and reports their status. It serves healthz
-and, when enabled, the read-only API (/pods, /runningpods/). Not implemented
-yet: the authenticated API on --port (logs, exec, stats, metrics).
+and, when enabled, the read-only API: /pods, /runningpods/, /healthz,
+/stats/summary, /stats/timeline/<namespace>/<name> (pod startup timelines),
+/metrics, /metrics/cadvisor, /metrics/resource and /metrics/probes. Not
+implemented yet: the authenticated API on --port (logs, exec, and the same
+stats and metrics behind authorization).
 
 Configuration comes from a KubeletConfiguration file (--config,
 kubelet.config.k8s.io/v1beta1) with flags given on the command line taking

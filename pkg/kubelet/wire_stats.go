@@ -61,6 +61,7 @@ func (o *observability) start(k *Kubelet, rt *kuberuntime.Manager, m machineinfo
 			}
 			return kuberuntime.CgroupParent(p, cfg.CgroupDriver, cfg.CgroupRoot), true
 		},
+		VolumePeriod:   cfg.VolumeStatsAggPeriod.Duration,
 		CgroupDriver:   cfg.CgroupDriver,
 		CgroupRoot:     cfg.CgroupRoot,
 		MemoryCapacity: uint64(m.MemoryCapacityBytes),

@@ -37,6 +37,9 @@ import (
 const (
 	clusterDir = "/var/lib/gokubelet/cluster"
 	testImage  = "gokubelet.local/testimage:1.0"
+	// readOnlyPort is where the test kubelet serves /pods, /stats and
+	// /metrics* without authentication (and metrics-server scrapes).
+	readOnlyPort = 10255
 )
 
 var (
@@ -112,17 +115,20 @@ func setup(tmp string) error {
 	if err := os.MkdirAll(staticDir, 0o755); err != nil {
 		return err
 	}
+	// The read-only port is served on the node's IP, where the cluster's
+	// metrics-server scrapes it (hack/metrics-server.sh, readonly mode).
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: %s
 containerRuntimeEndpoint: %s
 cgroupDriver: cgroupfs
 failSwapOn: false
-readOnlyPort: 0
+address: %s
+readOnlyPort: %d
 healthzPort: %%d
 podLogsDir: %s
 clusterDomain: cluster.local
-`, staticDir, framework.CRIEndpoint(), filepath.Join(tmp, "pod-logs"))
+`, staticDir, framework.CRIEndpoint(), clusterEnv["NODE_IP"], readOnlyPort, filepath.Join(tmp, "pod-logs"))
 	kubelet = &framework.Kubelet{Bin: kubeletBin}
 	kubelet.HealthzPort, err = framework.FreeTCPPort()
 	if err != nil {

@@ -38,6 +38,8 @@ var ImplementedFields = []string{
 	"clusterDNS", "clusterDomain", "resolvConf", "hairpinMode",
 	// Logs.
 	"podLogsDir", "containerLogMaxSize", "containerLogMaxFiles",
+	// Stats.
+	"volumeStatsAggPeriod",
 }
 
 // IsImplemented reports whether the top-level field (JSON name) is in
