@@ -11,6 +11,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/pod/timeline"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
@@ -74,7 +75,7 @@ func (o *observability) start(k *Kubelet, rt *kuberuntime.Manager, m machineinfo
 		Summary:  o.stats,
 		Timeline: o.timeline,
 		Kubelet: metrics.NewKubeletRegistry(metrics.KubeletOptions{
-			NodeName: k.nodeName, CgroupVersion: o.stats.CgroupVersion(), Running: k.pleg.Pods,
+			NodeName: k.nodeName, CgroupVersion: o.stats.CgroupVersion(), Running: k.pleg.Pods, Pods: k.podCounts,
 		}),
 		Probes:   metrics.NewProbesRegistry(),
 		Resource: stats.NewResourceRegistry(o.stats),
@@ -83,6 +84,44 @@ func (o *observability) start(k *Kubelet, rt *kuberuntime.Manager, m machineinfo
 	for _, r := range o.routes {
 		klog.V(2).InfoS("Monitoring endpoint ready", "path", r.Path, "subtree", r.Prefix, "subresource", r.Subresource)
 	}
+}
+
+// podCounts counts the desired, active and mirror pods (at scrape time).
+func (k *Kubelet) podCounts() metrics.PodCounts {
+	var n metrics.PodCounts
+	idx := func(p *v1.Pod) int {
+		if podspec.IsStatic(p) {
+			return 1
+		}
+		return 0
+	}
+	var active []*v1.Pod
+	if k.cluster != nil {
+		active = k.activePods("")
+	}
+	for _, p := range k.pods.List() {
+		n.Desired[idx(p)]++
+		if k.cluster == nil && k.isActive(p) {
+			active = append(active, p)
+		}
+	}
+	for _, p := range active {
+		n.Active[idx(p)]++
+	}
+	n.Mirror = len(k.pods.Mirrors())
+	return n
+}
+
+// isActive is activePods' rule for a standalone kubelet, which admits every
+// pod: not finished.
+func (k *Kubelet) isActive(p *v1.Pod) bool {
+	if info, ok := k.workers.Get(p.UID); ok && info.State == podworkers.Terminated {
+		return false
+	}
+	if st, ok := k.status.GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
+		return false
+	}
+	return true
 }
 
 // Routes are the monitoring endpoints, with the authorization subresource

@@ -284,6 +284,9 @@ type KubeletOptions struct {
 	// Running, when set, feeds kubelet_running_pods and
 	// kubelet_running_containers at scrape time.
 	Running RunningSource
+	// Pods, when set, feeds kubelet_desired_pods, kubelet_active_pods and
+	// kubelet_mirror_pods at scrape time.
+	Pods PodCountSource
 }
 
 // NewKubeletRegistry returns the registry served on /metrics: the
@@ -294,6 +297,9 @@ func NewKubeletRegistry(o KubeletOptions) metrics.KubeRegistry {
 	r.MustRegister(kubeletMetrics()...)
 	if o.Running != nil {
 		r.CustomMustRegister(newRunningCollector(o.Running))
+	}
+	if o.Pods != nil {
+		r.CustomMustRegister(&podCountCollector{source: o.Pods})
 	}
 	r.RawMustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.NodeName != "" {

@@ -60,3 +60,47 @@ func CountRunning(pods []*container.PodStatus) (int, map[container.State]int) {
 	}
 	return n, byState
 }
+
+// PodCounts are the kubelet's pod sets, by static (index 1) or not
+// (index 0).
+type PodCounts struct {
+	// Desired: pods the kubelet is told to run (mirror pods excluded).
+	Desired [2]int
+	// Active: desired pods admitted and not finished, the ones admission
+	// weighs new pods against.
+	Active [2]int
+	// Mirror: mirror pods of static pods known to the kubelet.
+	Mirror int
+}
+
+// PodCountSource returns the pod counts; read at scrape time.
+type PodCountSource func() PodCounts
+
+var (
+	desiredPodsDesc = metrics.NewDesc("kubelet_desired_pods",
+		"Number of pods the kubelet is told to run; static is true for static pods.", []string{"static"}, nil, metrics.ALPHA, "")
+	activePodsDesc = metrics.NewDesc("kubelet_active_pods",
+		"Number of pods the kubelet considers active (admitted, not finished), which new pods are admitted against; static is true for static pods.", []string{"static"}, nil, metrics.ALPHA, "")
+	mirrorPodsDesc = metrics.NewDesc("kubelet_mirror_pods",
+		"Number of mirror pods of static pods known to the kubelet.", nil, nil, metrics.ALPHA, "")
+)
+
+type podCountCollector struct {
+	metrics.BaseStableCollector
+	source PodCountSource
+}
+
+func (c *podCountCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	ch <- desiredPodsDesc
+	ch <- activePodsDesc
+	ch <- mirrorPodsDesc
+}
+
+func (c *podCountCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	n := c.source()
+	for i, static := range []string{"", "true"} {
+		ch <- metrics.NewLazyConstMetric(desiredPodsDesc, metrics.GaugeValue, float64(n.Desired[i]), static)
+		ch <- metrics.NewLazyConstMetric(activePodsDesc, metrics.GaugeValue, float64(n.Active[i]), static)
+	}
+	ch <- metrics.NewLazyConstMetric(mirrorPodsDesc, metrics.GaugeValue, float64(n.Mirror))
+}
