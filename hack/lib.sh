@@ -17,6 +17,18 @@ gk_info() { if [ -n "${GK_VERBOSE:-}" ]; then echo "${0##*/}: $*" >&2; fi; }
 
 gk_require_root() { [ "$(id -u)" = 0 ] || gk_die "must run as root"; }
 
+# gk_close_inherited_fds closes every descriptor above 2 (call it in the
+# subshell that execs a daemon): a daemon must not keep its starter's
+# descriptors, least of all the flock of /tmp/gk-heavy.lock (`flock LOCK make
+# test`), which it would otherwise hold for as long as it runs.
+gk_close_inherited_fds() {
+  local fd
+  for fd in /proc/$BASHPID/fd/*; do
+    fd=${fd##*/}
+    if [ "$fd" -gt 2 ] 2>/dev/null; then eval "exec $fd>&-" 2>/dev/null || true; fi
+  done
+}
+
 # gk_instance NAME: validates NAME and sets every per-instance variable.
 gk_instance() {
   local inst=$1
