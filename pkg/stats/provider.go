@@ -162,11 +162,15 @@ func (p *Provider) Summary(ctx context.Context, cpuAndMemoryOnly bool) (*statsap
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.o.Clock.Now()
-	if p.full != nil && now.Sub(p.fullAt) < p.o.MaxAge {
-		return p.full, nil
-	}
 	if cpuAndMemoryOnly && p.cpuMem != nil && now.Sub(p.cpuMemAt) < p.o.MaxAge {
 		return p.cpuMem, nil
+	}
+	if p.full != nil && now.Sub(p.fullAt) < p.o.MaxAge {
+		if cpuAndMemoryOnly {
+			p.cpuMem, p.cpuMemAt = CPUAndMemoryOnly(p.full), p.fullAt
+			return p.cpuMem, nil
+		}
+		return p.full, nil
 	}
 	s, err := p.collect(ctx, now, cpuAndMemoryOnly)
 	if err != nil {

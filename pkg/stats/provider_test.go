@@ -102,10 +102,18 @@ func TestProviderSummary(t *testing.T) {
 	if len(p.VolumeStats) != 1 || p.VolumeStats[0].Name != "scratch" {
 		t.Errorf("volumes = %+v", p.VolumeStats)
 	}
-	// Served from the cache within MaxAge: no second CRI call.
+	// Served from the cache within MaxAge: no second CRI call, and a CPU
+	// and memory summary cut from the full one.
 	calls := len(f.rt.GetCalls())
-	if s2, _ := f.p.Summary(context.Background(), true); s2 != s || len(f.rt.GetCalls()) != calls {
+	s2, _ := f.p.Summary(context.Background(), true)
+	if len(f.rt.GetCalls()) != calls {
 		t.Errorf("a fresh summary was not reused (calls %d -> %d)", calls, len(f.rt.GetCalls()))
+	}
+	if s2.Node.Fs != nil || s2.Node.Runtime != nil || s2.Pods[0].VolumeStats != nil || s2.Pods[0].Containers[0].Logs != nil || s2.Node.CPU == nil || s2.Pods[0].Containers[0].CPU == nil {
+		t.Errorf("CPU and memory summary from the cache: %+v", s2)
+	}
+	if s.Node.Fs == nil || s.Pods[0].VolumeStats == nil {
+		t.Errorf("cutting the CPU and memory summary changed the full one")
 	}
 	f.clock.Step(2 * time.Second)
 	if _, err := f.p.Summary(context.Background(), true); err != nil || len(f.rt.GetCalls()) == calls {

@@ -388,3 +388,24 @@ func buildSummary(now time.Time, n nodeInput, pods []podInput, cpuMemOnly bool) 
 	})
 	return s
 }
+
+// CPUAndMemoryOnly is s without what a CPU-and-memory summary leaves out
+// (filesystems, network, volumes, logs, ephemeral storage, process and
+// rlimit stats); s is not changed.
+func CPUAndMemoryOnly(s *statsapi.Summary) *statsapi.Summary {
+	n := s.Node
+	out := &statsapi.Summary{
+		Node: statsapi.NodeStats{NodeName: n.NodeName, StartTime: n.StartTime, CPU: n.CPU, Memory: n.Memory, Swap: n.Swap,
+			SystemContainers: n.SystemContainers},
+		Pods: make([]statsapi.PodStats, 0, len(s.Pods)),
+	}
+	for _, p := range s.Pods {
+		q := statsapi.PodStats{PodRef: p.PodRef, StartTime: p.StartTime, CPU: p.CPU, Memory: p.Memory, Swap: p.Swap,
+			Containers: make([]statsapi.ContainerStats, 0, len(p.Containers))}
+		for _, c := range p.Containers {
+			q.Containers = append(q.Containers, statsapi.ContainerStats{Name: c.Name, StartTime: c.StartTime, CPU: c.CPU, Memory: c.Memory, Swap: c.Swap})
+		}
+		out.Pods = append(out.Pods, q)
+	}
+	return out
+}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
@@ -151,6 +152,12 @@ func TestBuildSummary(t *testing.T) {
 	// Ephemeral storage: writable layer + logs + volumes.
 	if *p.EphemeralStorage.UsedBytes != 40+8192+4096 || *p.EphemeralStorage.InodesUsed != 4+2+3 {
 		t.Errorf("ephemeral: %+v", p.EphemeralStorage)
+	}
+
+	// A CPU and memory summary cut from the full one is the one built
+	// directly.
+	if cut, direct := CPUAndMemoryOnly(s), buildSummary(t0, node, pods, true); !equality.Semantic.DeepEqual(cut, direct) {
+		t.Errorf("CPUAndMemoryOnly(full) differs from the CPU and memory summary:\n%+v\n%+v", cut, direct)
 	}
 
 	// CPU and memory only: no filesystems, network or volumes.
