@@ -297,12 +297,27 @@ restart_apiserver_for_aggregation() {
 }
 
 start_metrics_server() {
-  [ "$METRICS_SERVER" = 1 ] || return 0
+  if [ "$METRICS_SERVER" != 1 ]; then
+    # An APIService left from an earlier up would be served by nobody.
+    "$here/metrics-server.sh" unregister || log "could not delete the metrics APIService"
+    return 0
+  fi
   "$here/metrics-server.sh" build >&2
   "$here/metrics-server.sh" apply
   local args
   mapfile -t args < <("$here/metrics-server.sh" args)
   start metrics-server "${METRICS_SERVER_PORT:-4443}" "${args[@]}"
+}
+
+# stop_metrics_server unregisters the metrics API first (while the apiserver
+# still runs): a cluster brought up later without metrics-server, or by a
+# cluster.sh that does not know it, must not keep an APIService nobody serves
+# (namespace deletion would stall on its discovery failure).
+stop_metrics_server() {
+  if running kube-apiserver >/dev/null && apiserver_ready; then
+    "$here/metrics-server.sh" unregister || log "could not delete the metrics APIService"
+  fi
+  stop metrics-server
 }
 
 # wait_metrics_server: the metrics API answers for the node (only when a
@@ -354,7 +369,7 @@ cmd_down() {
   if [ -x "$here/node.sh" ]; then
     NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" down || log "hack/node.sh down failed; continuing"
   fi
-  stop metrics-server
+  stop_metrics_server
   local i
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop "${COMPONENTS[$i]}"

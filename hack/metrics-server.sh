@@ -10,6 +10,9 @@
 #                                           layer, one per line
 #   hack/metrics-server.sh apply            RBAC, Service, EndpointSlice and APIService
 #                                           v1beta1.metrics.k8s.io (kubectl apply, idempotent)
+#   hack/metrics-server.sh unregister       delete the APIService (the rest stays): an
+#                                           APIService nobody serves breaks discovery,
+#                                           and with it namespace deletion
 #   hack/metrics-server.sh args             metrics-server's command line, one per line
 #   hack/metrics-server.sh ready            exit 0 when the metrics API answers for the node
 #
@@ -267,6 +270,10 @@ cmd_apply() {
   manifests | kubectl --kubeconfig "$ADMIN_KUBECONFIG" apply -f - >/dev/null
 }
 
+cmd_unregister() {
+  kubectl --kubeconfig "$ADMIN_KUBECONFIG" delete apiservice v1beta1.metrics.k8s.io --ignore-not-found >/dev/null
+}
+
 # ---- the process -------------------------------------------------------------
 
 cmd_args() {
@@ -310,7 +317,8 @@ case ${1:-} in
   pki) cmd_pki ;;
   apiserver-flags) cmd_apiserver_flags ;;
   apply) cmd_apply ;;
+  unregister) cmd_unregister ;;
   args) cmd_args ;;
   ready) cmd_ready ;;
-  *) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
