@@ -322,6 +322,7 @@ start_etcd() {
 start_apiserver() {
   local extra=()
   [ "$KUBELET_VERIFY_SERVING" = 1 ] && extra+=(--kubelet-certificate-authority="$PKI_DIR/ca.crt")
+  mapfile -t -O "${#extra[@]}" extra < <(aggregation_flags)
   start kube-apiserver "$APISERVER_PORT" "$BIN_DIR/kube-apiserver" \
     --advertise-address="$(node_ip)" \
     --bind-address=0.0.0.0 \
@@ -384,6 +385,56 @@ start_scheduler() {
     --profiling=false
 }
 
+# ---- metrics-server and the aggregation layer (kubectl top) ------------------
+# Everything about metrics-server lives in hack/metrics-server.sh; these
+# functions only fit it into up/down/status. METRICS_SERVER=0 leaves it out.
+
+METRICS_SERVER=${METRICS_SERVER:-1}
+
+aggregation_flags() { "$here/metrics-server.sh" apiserver-flags; }
+
+# restart_apiserver_for_aggregation: a kube-apiserver started before the
+# aggregation layer was configured is stopped, so start_apiserver starts it
+# with the flags (a one-time restart; state is in etcd).
+restart_apiserver_for_aggregation() {
+  local pid
+  pid=$(running kube-apiserver) || return 0
+  tr '\0' '\n' < "/proc/$pid/cmdline" | grep -qx -- "--enable-aggregator-routing=true" && return 0
+  log "kube-apiserver runs without the aggregation layer metrics-server needs; restarting it"
+  stop kube-apiserver
+}
+
+start_metrics_server() {
+  if [ "$METRICS_SERVER" != 1 ]; then
+    # An APIService left from an earlier up would be served by nobody.
+    "$here/metrics-server.sh" unregister || log "could not delete the metrics APIService"
+    return 0
+  fi
+  "$here/metrics-server.sh" build >&2
+  "$here/metrics-server.sh" apply
+  local args
+  mapfile -t args < <("$here/metrics-server.sh" args)
+  start metrics-server "${METRICS_SERVER_PORT:-4443}" "${args[@]}"
+}
+
+# stop_metrics_server unregisters the metrics API first (while the apiserver
+# still runs): a cluster brought up later without metrics-server, or by a
+# cluster.sh that does not know it, must not keep an APIService nobody serves
+# (namespace deletion would stall on its discovery failure).
+stop_metrics_server() {
+  if running kube-apiserver >/dev/null && apiserver_ready; then
+    "$here/metrics-server.sh" unregister || log "could not delete the metrics APIService"
+  fi
+  stop metrics-server
+}
+
+# wait_metrics_server: the metrics API answers for the node (only when a
+# node kubelet was started; with CLUSTER_NODE=0 whoever runs the kubelet waits).
+wait_metrics_server() {
+  [ "$METRICS_SERVER" = 1 ] && [ "${CLUSTER_NODE:-1}" != 0 ] || return 0
+  wait_until "the metrics API (kubectl top)" 120 metrics-server "$here/metrics-server.sh" ready
+}
+
 # ---- commands ----------------------------------------------------------------
 
 cmd_up() {
@@ -395,13 +446,16 @@ cmd_up() {
   mkdir -p "$CLUSTER_DIR" "$CLUSTER_RUN_DIR" "$CLUSTER_LOG_DIR"
   chmod 700 "$CLUSTER_DIR"
   "$here/pki.sh"
+  "$here/metrics-server.sh" pki
   write_configs
   start_etcd
+  restart_apiserver_for_aggregation
   start_apiserver
   apply_bootstrap_objects
   start_controller_manager
   start_scheduler
   wait_until "the default ServiceAccount" 90 kube-controller-manager default_sa_exists
+  start_metrics_server
   if [ "${CLUSTER_NODE:-1}" = 0 ]; then
     log "CLUSTER_NODE=0: control plane only (node settings: $KUBELET_ENV)"
   elif [ -x "$here/node.sh" ]; then
@@ -409,6 +463,7 @@ cmd_up() {
   else
     log "hack/node.sh not found; control plane only (node settings: $KUBELET_ENV)"
   fi
+  wait_metrics_server
   log "cluster up: apiserver $APISERVER_URL (advertised $(node_ip):$APISERVER_PORT)"
   echo "export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
@@ -423,6 +478,7 @@ cmd_down() {
   if [ -x "$here/node.sh" ]; then
     NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" down || log "hack/node.sh down failed; continuing"
   fi
+  stop_metrics_server
   local i
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop "${COMPONENTS[$i]}"
@@ -442,6 +498,11 @@ cmd_status() {
       printf '%-24s stopped\n' "$c"
     fi
   done
+  if pid=$(running metrics-server); then
+    printf '%-24s running  pid %s\n' metrics-server "$pid"
+  else
+    printf '%-24s stopped\n' metrics-server
+  fi
   if running kube-apiserver >/dev/null && apiserver_ready; then
     printf '%-24s %s\n' "apiserver /readyz" "ok ($APISERVER_URL)"
   else

@@ -169,6 +169,7 @@ The node is up and joins the cluster (kubectl get nodes). Its API on ${NODE_IP:-
   curl -sk https://${NODE_IP:-<node-ip>}:10250/pods                          # 401
   curl -s --cacert $CLUSTER_CA_FILE --cert ${KUBELET_TLS_CERT_FILE%/*}/apiserver-kubelet-client.crt \\
        --key ${KUBELET_TLS_CERT_FILE%/*}/apiserver-kubelet-client.key https://${NODE_IP:-<node-ip>}:10250/pods   # 200
+  kubectl top pods -A                                                        # through metrics-server (docs/metrics.md)
 MSG
     return 0
   fi
@@ -176,6 +177,7 @@ MSG
 
 The node is up. See its pods:
   curl -s http://127.0.0.1:$READ_ONLY_PORT/pods | python3 -m json.tool     # the kubelet's view, with status
+  curl -s http://127.0.0.1:$READ_ONLY_PORT/stats/summary             # resource usage (docs/metrics.md)
   curl -s http://127.0.0.1:$HEALTHZ_PORT/healthz                            # ok
   ctr --address $GK_CTRD_SOCK -n k8s.io containers ls                       # the runtime's view
 Static pods come from $STATIC_POD_PATH: add, edit or remove a manifest there.

@@ -72,9 +72,12 @@ status, runs the pods bound to the node (and static pods) through a CRI
 container runtime, probes them, and reports their status. It serves healthz,
 the kubelet API on --port over HTTPS with authentication and authorization
 (/pods, /runningpods/, /containerLogs, /exec, /attach, /portForward, /run,
-/logs/, /configz, /debug/pprof/), and, when enabled, the read-only API
-(/healthz, /pods). With --bootstrap-kubeconfig it obtains its client
-certificate through a CertificateSigningRequest (TLS bootstrap).
+/logs/, /configz, /debug/pprof/, /stats/summary,
+/stats/timeline/<namespace>/<name> (pod startup timelines), /metrics,
+/metrics/cadvisor, /metrics/resource, /metrics/probes), and, when enabled,
+the read-only API (/healthz, /pods and the stats and metrics endpoints).
+With --bootstrap-kubeconfig it obtains its client certificate through a
+CertificateSigningRequest (TLS bootstrap).
 
 Configuration comes from a KubeletConfiguration file (--config,
 kubelet.config.k8s.io/v1beta1), then the drop-in files of --config-dir

@@ -28,6 +28,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
 	"github.com/gokubelet/kubelet/pkg/pod/source/file"
 	"github.com/gokubelet/kubelet/pkg/pod/source/url"
+	"github.com/gokubelet/kubelet/pkg/pod/timeline"
 	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
 	"github.com/gokubelet/kubelet/pkg/server"
@@ -153,6 +154,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 
+	// The pod startup timeline (wire_stats.go): told about the CRI calls of
+	// pod starts by the runtime, about pods and statuses by the engine.
+	tl := timeline.New(nil)
+
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
@@ -180,6 +185,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		},
 		PodSpec:         podSpec.Deps,
 		PullCredentials: podSpec.Credentials,
+		CRIObserver:     tl,
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
@@ -225,12 +231,15 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		HostIPs:        hostIPs,
 		Resync:         cfg.SyncFrequency.Duration,
 		Clock:          clock.RealClock{},
+		Observer:       tl,
 	})
 	facts.engine.Store(eng)
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.
 	pods := podLister{core, eng}
-	var routes []server.Route
+	// Stats and metrics (wire_stats.go), on both the read-only port and the
+	// kubelet API.
+	routes := monitoringRoutes(s, core, rt, eng, tl, machine)
 	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, eng.HealthChecks(), pods, routes)
 	if err != nil {
 		return err

@@ -238,23 +238,6 @@ func approved(r *certificatesv1.CertificateSigningRequest) bool {
 	return false
 }
 
-// waitLong is framework.Eventually with a longer bound, for waits that
-// certificate lifetimes set (minutes).
-func waitLong(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s; last seen: %s", limit, what, seen)
-		}
-		time.Sleep(time.Second)
-	}
-}
-
 func TestClientCertificateRotationKeepsPodsRunning(t *testing.T) {
 	name := node(t)
 	ns := namespace(t)
@@ -268,7 +251,7 @@ func TestClientCertificateRotationKeepsPodsRunning(t *testing.T) {
 		t.Fatalf("client certificate lives %v; this test needs the e2e cluster's short signing duration", life)
 	}
 	// Rotation comes at 70–90% of the lifetime.
-	waitLong(t, 8*time.Minute, "a rotated client certificate", func() (bool, string) {
+	framework.EventuallyWithin(t, 8*time.Minute, "a rotated client certificate", func() (bool, string) {
 		c := readPEMCert(t, pem)
 		return c.SerialNumber.Cmp(old.SerialNumber) != 0, fmt.Sprintf("serial %v, notAfter %v", c.SerialNumber, c.NotAfter)
 	})

@@ -46,6 +46,8 @@ var ImplementedFields = []string{
 	"allowedUnsafeSysctls", "seccompDefault",
 	// Logs.
 	"podLogsDir", "logging",
+	// Stats.
+	"volumeStatsAggPeriod",
 	// Feature gates (see FeatureGateWarnings for the gates acted on).
 	"featureGates",
 }
