@@ -132,6 +132,12 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		RefreshPeriod:   cfg.SyncFrequency.Duration,
 	})
 
+	// The node's resources: the cgroup hierarchy the pods run in.
+	res, err := newNodeResources(ctx, cfg, s.RootDir, &ncfg, machine)
+	if err != nil {
+		return err
+	}
+
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
@@ -142,6 +148,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		PodLogsDir:            cfg.PodLogsDir,
 		CgroupDriver:          cfg.CgroupDriver,
 		CgroupRoot:            cfg.CgroupRoot,
+		CgroupParent:          res.cgroups.PodParent,
 		ResolvConf:            derefString(cfg.ResolverConfig),
 		ClusterDNS:            cfg.ClusterDNS,
 		ClusterDomain:         cfg.ClusterDomain,
@@ -192,6 +199,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Runtime:        rt,
 		Probes:         probes,
 		Volumes:        volumes,
+		Cgroups:        res.cgroups,
 		Updates:        merger.Updates(),
 		Sources:        sourceNames,
 		SeenAllSources: merger.SeenAllSources,
@@ -200,6 +208,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Clock:          clock.RealClock{},
 	})
 	facts.engine.Store(eng)
+	if err := res.attach(ctx, core, eng, rt); err != nil {
+		return err
+	}
+	facts.pressure.Store(res)
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.
 	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, eng.HealthChecks(), podLister{core, eng})
@@ -220,6 +232,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	}
 	engineStage := g.Stage("engine").StopTimeout(shutdownWait)
 	eng.AddTo(engineStage, g.Stage("sync-loop"))
+	res.addTo(engineStage)
 
 	log.Info("Kubelet starting", "sources", sourceNames, "rootDir", s.RootDir, "hostIPs", hostIPs, "standalone", clients == nil)
 	err = g.Run(ctx)
@@ -234,9 +247,10 @@ const shutdownWait = runnable.DefaultStopTimeout
 // hostFacts is the real node's facts provider: the machine's facts and, once
 // the engine exists, the runtime's readiness and version.
 type hostFacts struct {
-	cfg     *nodestatus.Config
-	rootDir string
-	engine  atomic.Pointer[cri.Engine]
+	cfg      *nodestatus.Config
+	rootDir  string
+	engine   atomic.Pointer[cri.Engine]
+	pressure atomic.Pointer[nodeResources]
 }
 
 func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
@@ -252,6 +266,7 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	}
 	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
 	f.Readiness = eng.Readiness(ctx)
+	f.Pressure = h.pressure.Load().pressure()
 	return f, nil
 }
 

@@ -64,7 +64,12 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	if podstatus.IsTerminal(p.Status.Phase) {
 		return false
 	}
-	res := admission.Admit(p, e.core.Node(), e.activePods(p.UID))
+	res := admission.Result{Admit: true}
+	if ok, reason, msg := e.runAdmitHandlers(ctx, p); !ok {
+		res = admission.Result{Reason: reason, Message: msg}
+	} else {
+		res = admission.Admit(p, e.core.Node(), e.activePods(p.UID))
+	}
 	e.admission.set(p.UID, res.Admit)
 	if res.Admit {
 		return true

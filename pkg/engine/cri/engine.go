@@ -43,15 +43,12 @@ const (
 	runtimeCheckTimeout = 5 * time.Second
 )
 
-// Runtime is what the engine drives: the runtime-neutral pod contract, the
-// runtime's own readiness, and the cgroup housekeeping of a CRI runtime.
+// Runtime is what the engine drives: the runtime-neutral pod contract and
+// the runtime's own readiness.
 type Runtime interface {
 	container.Runtime
 	// Status reports whether the runtime and its pod network are ready.
 	Status(ctx context.Context) (container.RuntimeStatus, error)
-	// CleanupPodCgroups removes the empty cgroups of pods keep does not
-	// claim and reports how many went.
-	CleanupPodCgroups(keep func(types.UID) bool) int
 }
 
 // Clock is what the engine's loops need: tickers for the PLEG and
@@ -72,6 +69,9 @@ type Deps struct {
 	// Volumes sets up and tears down the pods' volumes on the host; its
 	// Resync and Evict callbacks are the engine's.
 	Volumes *volume.Manager
+	// Cgroups keeps the pods' cgroups (nil: the runtime alone creates
+	// them, without pod-level limits).
+	Cgroups PodCgroups
 	// Updates are the merged pod source changes; Sources names every
 	// configured source and SeenAllSources tells whether each reported.
 	Updates        <-chan podconfig.PodUpdate
@@ -94,6 +94,7 @@ type Engine struct {
 	probes  *prober.Manager
 	volumes *volume.Manager
 	vols    volumeState
+	cgroups PodCgroups
 	workers *podworkers.Workers
 	pleg    *pleg.PLEG
 	clock   Clock
@@ -103,8 +104,9 @@ type Engine struct {
 	sources        []string
 	seenAllSources func(sources ...string) bool
 
-	reasons   reasonCache
-	admission admissionCache
+	reasons       reasonCache
+	admission     admissionCache
+	admitHandlers []AdmitFunc
 
 	// housekeepingRuns counts housekeeping passes (sync loop only).
 	housekeepingRuns int
@@ -122,6 +124,7 @@ func New(d Deps) *Engine {
 		runtime:        d.Runtime,
 		probes:         d.Probes,
 		volumes:        d.Volumes,
+		cgroups:        d.Cgroups,
 		vols:           volumeState{waiting: map[types.UID]map[string]container.WaitingReason{}},
 		clock:          d.Clock,
 		hostIPs:        d.HostIPs,

@@ -40,6 +40,9 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 	if wait, retry := e.prepareVolumes(ctx, pod, rs); wait {
 		return false, e.deadlineRetry(pod, retry), nil
 	}
+	if err := e.ensurePodCgroup(ctx, pod); err != nil {
+		return false, 0, err
+	}
 	res := e.runtime.SyncPod(ctx, pod, rs)
 	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
 	e.reasons.update(pod.UID, res.WaitingReasons())

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -145,22 +144,6 @@ func (e *Engine) housekeeping(ctx context.Context) {
 	e.housekeepingRuns++
 	if e.housekeepingRuns%cgroupCleanupEvery == 0 {
 		e.cleanupPodCgroups(ctx)
-	}
-}
-
-// cleanupPodCgroups removes the empty cgroups of pods that are gone: not
-// desired, not in the runtime, no worker.
-func (e *Engine) cleanupPodCgroups(ctx context.Context) {
-	inRuntime := map[types.UID]bool{}
-	for _, s := range e.pleg.Pods() {
-		inRuntime[s.UID] = true
-	}
-	n := e.runtime.CleanupPodCgroups(func(uid types.UID) bool {
-		_, working := e.workers.Get(uid)
-		return inRuntime[uid] || working || e.core.Pods().Has(uid)
-	})
-	if n > 0 {
-		logger(ctx).V(2).Info("Removed cgroups of departed pods", "count", n)
 	}
 }
 

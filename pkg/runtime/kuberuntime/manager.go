@@ -59,6 +59,9 @@ type Options struct {
 	// the kubepods hierarchy hangs from (default /).
 	CgroupDriver string
 	CgroupRoot   string
+	// CgroupParent, when set, names each pod's cgroup parent (the cgroup
+	// manager's PodParent); else CgroupParent of the driver and root.
+	CgroupParent func(*v1.Pod) string
 
 	// ResolvConf is the host resolver file for DNSPolicy Default (default
 	// /etc/resolv.conf; "" after defaulting means none).

@@ -134,7 +134,7 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		}
 	}
 	linux := &runtimeapi.LinuxPodSandboxConfig{
-		CgroupParent:    CgroupParent(pod, m.opts.CgroupDriver, m.opts.CgroupRoot),
+		CgroupParent:    m.cgroupParent(pod),
 		SecurityContext: sc,
 	}
 	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
