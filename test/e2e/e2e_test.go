@@ -51,8 +51,11 @@ var (
 	kubeletOnce sync.Once
 	kubelet     *framework.Kubelet
 	staticDir   string
-	// rootDir is the test kubelet's --root-dir.
-	rootDir string
+	// rootDir is the test kubelet's --root-dir; podLogsDir its
+	// podLogsDir; workDir the run's temporary directory.
+	rootDir    string
+	podLogsDir string
+	workDir    string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -121,6 +124,8 @@ func setup(tmp string) error {
 	if err != nil {
 		return err
 	}
+	workDir = tmp
+	podLogsDir = filepath.Join(tmp, "pod-logs")
 	staticDir = filepath.Join(tmp, "static")
 	if err := os.MkdirAll(staticDir, 0o755); err != nil {
 		return err
