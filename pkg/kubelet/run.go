@@ -21,6 +21,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
+	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
@@ -138,6 +139,11 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 
+	alloc, err := allocation.New(s.RootDir)
+	if err != nil {
+		return fmt.Errorf("pod resource allocations: %w", err)
+	}
+
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
@@ -149,6 +155,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		CgroupDriver:          cfg.CgroupDriver,
 		CgroupRoot:            cfg.CgroupRoot,
 		CgroupParent:          res.cgroups.PodParent,
+		PodCgroup:             res.cgroups.SetPod,
+		Actuated:              alloc,
 		ResolvConf:            derefString(cfg.ResolverConfig),
 		ClusterDNS:            cfg.ClusterDNS,
 		ClusterDomain:         cfg.ClusterDomain,
@@ -200,6 +208,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Probes:         probes,
 		Volumes:        volumes,
 		Cgroups:        res.cgroups,
+		Allocation:     alloc,
 		Updates:        merger.Updates(),
 		Sources:        sourceNames,
 		SeenAllSources: merger.SeenAllSources,

@@ -56,6 +56,7 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	if _, running := e.workers.Get(p.UID); running {
 		// Already running (e.g. adopted after a restart): keep it.
 		e.admission.set(p.UID, true)
+		e.admitted(ctx, p)
 		return true
 	}
 	if st, ok := e.core.Status().GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
@@ -72,6 +73,7 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	}
 	e.admission.set(p.UID, res.Admit)
 	if res.Admit {
+		e.admitted(ctx, p)
 		return true
 	}
 	klog.FromContext(ctx).Info("Pod rejected by admission", "pod", klog.KObj(p), "reason", res.Reason, "message", res.Message)
@@ -107,4 +109,14 @@ func sortByCreation(pods []*v1.Pod) []*v1.Pod {
 	out := append([]*v1.Pod(nil), pods...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp) })
 	return out
+}
+
+// admitted records an admitted pod's resources as its allocation.
+func (e *Engine) admitted(ctx context.Context, p *v1.Pod) {
+	if e.allocation == nil {
+		return
+	}
+	if err := e.allocation.Admitted(p); err != nil {
+		klog.FromContext(ctx).Error(err, "Recording a pod's allocation failed", "pod", klog.KObj(p))
+	}
 }

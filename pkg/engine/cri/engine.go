@@ -15,6 +15,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
@@ -72,6 +73,9 @@ type Deps struct {
 	// Cgroups keeps the pods' cgroups (nil: the runtime alone creates
 	// them, without pod-level limits).
 	Cgroups PodCgroups
+	// Allocation keeps the pods' allocated and actuated resources for
+	// in-place resize (nil: resizes are not acted on).
+	Allocation *allocation.Manager
 	// Updates are the merged pod source changes; Sources names every
 	// configured source and SeenAllSources tells whether each reported.
 	Updates        <-chan podconfig.PodUpdate
@@ -95,6 +99,9 @@ type Engine struct {
 	volumes *volume.Manager
 	vols    volumeState
 	cgroups PodCgroups
+
+	allocation *allocation.Manager
+	resizes    resizeState
 	workers *podworkers.Workers
 	pleg    *pleg.PLEG
 	clock   Clock
@@ -125,6 +132,8 @@ func New(d Deps) *Engine {
 		probes:         d.Probes,
 		volumes:        d.Volumes,
 		cgroups:        d.Cgroups,
+		allocation:     d.Allocation,
+		resizes:        resizeState{pending: map[types.UID][2]string{}, inProgress: map[types.UID]string{}},
 		vols:           volumeState{waiting: map[types.UID]map[string]container.WaitingReason{}},
 		clock:          d.Clock,
 		hostIPs:        d.HostIPs,

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -140,6 +141,13 @@ func (e *Engine) housekeeping(ctx context.Context) {
 	// Drop what is kept about pods no source has any more.
 	e.core.Status().RemoveOrphans(e.core.Pods().Has)
 	e.admission.forget(e.core.Pods().Has)
+	if e.housekeepingRuns%resizeRetryEvery == 0 {
+		e.forgetResizes(func(uid types.UID) bool {
+			_, working := e.workers.Get(uid)
+			return working || e.core.Pods().Has(uid)
+		})
+		e.retryPendingResizes(ctx)
+	}
 	e.volumeHousekeeping(ctx)
 	e.housekeepingRuns++
 	if e.housekeepingRuns%cgroupCleanupEvery == 0 {

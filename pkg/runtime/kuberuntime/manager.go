@@ -91,6 +91,12 @@ type Options struct {
 	// with CreateContainerConfigError.
 	Mounts container.MountsFunc
 
+	// Actuated records what each container was last given; with it,
+	// SyncPod resizes running containers whose allocation changed (see
+	// resize.go). PodCgroup applies a pod's (new) limits to its cgroup.
+	Actuated  ActuatedResources
+	PodCgroup func(*v1.Pod) error
+
 	// Liveness, when set, tells SyncPod which running containers failed
 	// their liveness or startup probe: they are killed and restarted by the
 	// restart policy (see ComputePodActions).
