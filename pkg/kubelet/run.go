@@ -220,7 +220,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	if err := res.attach(ctx, core, eng, rt); err != nil {
 		return err
 	}
-	facts.pressure.Store(res)
+	facts.resources.Store(res)
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.
 	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, eng.HealthChecks(), podLister{core, eng})
@@ -256,10 +256,10 @@ const shutdownWait = runnable.DefaultStopTimeout
 // hostFacts is the real node's facts provider: the machine's facts and, once
 // the engine exists, the runtime's readiness and version.
 type hostFacts struct {
-	cfg      *nodestatus.Config
-	rootDir  string
-	engine   atomic.Pointer[cri.Engine]
-	pressure atomic.Pointer[nodeResources]
+	cfg       *nodestatus.Config
+	rootDir   string
+	engine    atomic.Pointer[cri.Engine]
+	resources atomic.Pointer[nodeResources]
 }
 
 func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
@@ -275,7 +275,10 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	}
 	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
 	f.Readiness = eng.Readiness(ctx)
-	f.Pressure = h.pressure.Load().pressure()
+	f.Pressure = h.resources.Load().pressure()
+	if errs := h.resources.Load().readinessErrors(); len(errs) > 0 {
+		f.Readiness.Errors = append(f.Readiness.Errors, errs...)
+	}
 	return f, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/eviction"
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/node/shutdown"
 	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/cgroups"
 	"github.com/gokubelet/kubelet/pkg/runtime/gc"
@@ -48,6 +49,7 @@ type nodeResources struct {
 	containers *gc.ContainerGC
 	images     *gc.ImageGC
 	logs       *logrotate.Manager
+	shutdown   *shutdown.Manager
 }
 
 // newNodeResources builds the cgroup manager from the configuration, sets
@@ -172,6 +174,14 @@ func (r *nodeResources) attach(ctx context.Context, core *node.Core, eng *cri.En
 		NodeRef:            core.NodeRef(),
 	})
 	eng.AddAdmitHandler(r.eviction.Admit)
+	r.shutdown = shutdown.New(shutdown.Options{
+		GracePeriod:             cfg.ShutdownGracePeriod.Duration,
+		GracePeriodCriticalPods: cfg.ShutdownGracePeriodCriticalPods.Duration,
+		Pods:                    eng,
+		Recorder:                core.Recorder(),
+		NodeRef:                 core.NodeRef(),
+	})
+	eng.AddAdmitHandler(r.shutdown.Admit)
 	klog.FromContext(ctx).Info("Node resource management configured", "evictionThresholds", fmt.Sprint(r.thresholds),
 		"imageGC", fmt.Sprintf("%d%%/%d%%", r.images.Policy.HighThresholdPercent, r.images.Policy.LowThresholdPercent),
 		"containerLogMaxSize", cfg.ContainerLogMaxSize, "containerLogMaxFiles", deref(cfg.ContainerLogMaxFiles))
@@ -214,7 +224,17 @@ func (r *nodeResources) addTo(stage *runnable.Stage) {
 		Add("eviction", r.eviction).
 		Add("container-gc", r.containers).
 		Add("image-gc", r.images).
-		Add("log-rotation", r.logs)
+		Add("log-rotation", r.logs).
+		Add("shutdown", r.shutdown)
+}
+
+// readinessErrors are the node's own reasons not to be Ready: a shutdown
+// under way.
+func (r *nodeResources) readinessErrors() []string {
+	if r == nil || r.shutdown == nil || !r.shutdown.ShuttingDown() {
+		return nil
+	}
+	return []string{shutdown.NotReadyMessage}
 }
 
 // maxPIDs is the system-wide task limit: the smaller of kernel.pid_max and

@@ -31,13 +31,19 @@ var ImplementedFields = []string{
 	"containerRuntimeEndpoint", "imageServiceEndpoint", "runtimeRequestTimeout",
 	"serializeImagePulls", "maxParallelImagePulls", "registryPullQPS", "registryBurst",
 	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
-	// Pods and resources.
+	// Pods and resources (pkg/runtime/cgroups, pkg/node/eviction,
+	// pkg/runtime/gc, pkg/runtime/logrotate, pkg/node/shutdown).
 	"maxPods", "podPidsLimit", "cgroupDriver", "cgroupsPerQOS", "cgroupRoot",
-	"kubeReserved", "systemReserved", "evictionHard", "mergeDefaultEvictionSettings", "failSwapOn",
+	"cpuCFSQuota", "cpuCFSQuotaPeriod",
+	"kubeReserved", "systemReserved", "kubeReservedCgroup", "systemReservedCgroup", "enforceNodeAllocatable",
+	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim",
+	"evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod", "mergeDefaultEvictionSettings",
+	"localStorageCapacityIsolation", "imageMinimumGCAge", "imageMaximumGCAge",
+	"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "failSwapOn",
 	// Networking and DNS.
 	"clusterDNS", "clusterDomain", "resolvConf", "hairpinMode",
 	// Logs.
-	"podLogsDir", "containerLogMaxSize", "containerLogMaxFiles",
+	"podLogsDir", "containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval",
 }
 
 // IsImplemented reports whether the top-level field (JSON name) is in

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,14 +33,33 @@ func (e *Engine) AddAdmitHandler(f AdmitFunc) {
 // reason Evicted and msg, and a DisruptionTarget condition saying the
 // kubelet terminated it, as upstream's eviction manager does.
 func (e *Engine) EvictPod(pod *v1.Pod, gracePeriod int64, msg string) {
+	klog.Background().Info("Evicting pod", "pod", klog.KObj(pod), "gracePeriod", gracePeriod, "reason", msg)
+	e.terminate(pod, gracePeriod, reasonEvicted, msg)
+}
+
+// TerminatePod stops a pod for good within gracePeriod seconds (graceful
+// node shutdown), Failed with reason and msg, and a DisruptionTarget
+// condition; the channel closes once nothing of it runs.
+func (e *Engine) TerminatePod(pod *v1.Pod, gracePeriod int64, reason, msg string) <-chan struct{} {
+	e.terminate(pod, gracePeriod, reason, msg)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !e.PodCleanedUp(pod.UID) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+	return done
+}
+
+func (e *Engine) terminate(pod *v1.Pod, gracePeriod int64, reason, msg string) {
 	p, ok := e.core.Pods().Get(pod.UID)
 	if !ok {
 		p = pod
 	}
 	now := metav1.NewTime(e.clock.Now())
-	klog.Background().Info("Evicting pod", "pod", klog.KObj(p), "gracePeriod", gracePeriod, "reason", msg)
 	e.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, GracePeriod: &gracePeriod, KillStatus: func(st *v1.PodStatus) {
-		st.Phase, st.Reason, st.Message = v1.PodFailed, reasonEvicted, msg
+		st.Phase, st.Reason, st.Message = v1.PodFailed, reason, msg
 		cond := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
 			Message: msg, LastTransitionTime: now, ObservedGeneration: p.Generation}
 		for i := range st.Conditions {
