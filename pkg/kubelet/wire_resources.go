@@ -198,7 +198,7 @@ func (r *nodeResources) reclaimers(s eviction.Signal, dedicatedImageFs bool) []e
 		if dedicatedImageFs {
 			return nil
 		}
-	case eviction.ImageFsAvailable, eviction.ImageFsInodesFree:
+	case eviction.ImageFsAvailable, eviction.ImageFsInodesFree, eviction.ContainerFsAvailable, eviction.ContainerFsInodesFree:
 	default:
 		return nil
 	}

@@ -102,10 +102,10 @@ type Engine struct {
 
 	allocation *allocation.Manager
 	resizes    resizeState
-	workers *podworkers.Workers
-	pleg    *pleg.PLEG
-	clock   Clock
-	hostIPs []string
+	workers    *podworkers.Workers
+	pleg       *pleg.PLEG
+	clock      Clock
+	hostIPs    []string
 
 	updates        <-chan podconfig.PodUpdate
 	sources        []string

@@ -71,6 +71,10 @@ func (h *HostObserver) Observe(ctx context.Context) (Observations, bool, error) 
 		obs[ImageFsAvailable] = obs[NodeFsAvailable]
 		obs[ImageFsInodesFree] = obs[NodeFsInodesFree]
 	}
+	if o, ok := obs[ImageFsAvailable]; ok {
+		obs[ContainerFsAvailable] = o
+		obs[ContainerFsInodesFree] = obs[ImageFsInodesFree]
+	}
 	if p, err := signals.NodePIDs(); err == nil {
 		obs[PIDAvailable] = Observation{Available: p.Available(), Capacity: p.Max, Time: p.Time}
 	} else {

@@ -40,7 +40,8 @@ type UsageFunc func(*v1.Pod) (PodUsage, bool)
 // image filesystem, nodefs counts logs and volumes and imagefs the
 // writable layers.
 func (u PodUsage) Disk(signal Signal, dedicatedImageFs bool) (bytes, inodes int64) {
-	rootfs := !dedicatedImageFs || signal == ImageFsAvailable || signal == ImageFsInodesFree
+	rootfs := !dedicatedImageFs || signal == ImageFsAvailable || signal == ImageFsInodesFree ||
+		signal == ContainerFsAvailable || signal == ContainerFsInodesFree
 	node := !dedicatedImageFs || signal == NodeFsAvailable || signal == NodeFsInodesFree
 	if rootfs {
 		bytes += u.Rootfs

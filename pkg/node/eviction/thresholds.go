@@ -25,7 +25,11 @@ const (
 	NodeFsInodesFree           Signal = "nodefs.inodesFree"
 	ImageFsAvailable           Signal = "imagefs.available"
 	ImageFsInodesFree          Signal = "imagefs.inodesFree"
-	PIDAvailable               Signal = "pid.available"
+	// containerfs is the filesystem of the containers' writable layers:
+	// the image filesystem here (no split image/container filesystems).
+	ContainerFsAvailable  Signal = "containerfs.available"
+	ContainerFsInodesFree Signal = "containerfs.inodesFree"
+	PIDAvailable          Signal = "pid.available"
 )
 
 // Resources a signal's pressure is about, besides the v1 names.
@@ -41,6 +45,8 @@ var signalResource = map[Signal]v1.ResourceName{
 	NodeFsInodesFree:           ResourceInodes,
 	ImageFsAvailable:           v1.ResourceEphemeralStorage,
 	ImageFsInodesFree:          ResourceInodes,
+	ContainerFsAvailable:       v1.ResourceEphemeralStorage,
+	ContainerFsInodesFree:      ResourceInodes,
 	PIDAvailable:               ResourcePIDs,
 }
 
@@ -51,6 +57,8 @@ var signalCondition = map[Signal]v1.NodeConditionType{
 	NodeFsInodesFree:           v1.NodeDiskPressure,
 	ImageFsAvailable:           v1.NodeDiskPressure,
 	ImageFsInodesFree:          v1.NodeDiskPressure,
+	ContainerFsAvailable:       v1.NodeDiskPressure,
+	ContainerFsInodesFree:      v1.NodeDiskPressure,
 	PIDAvailable:               v1.NodePIDPressure,
 }
 
@@ -61,7 +69,8 @@ func (s Signal) Resource() v1.ResourceName { return signalResource[s] }
 func (s Signal) Condition() v1.NodeConditionType { return signalCondition[s] }
 
 // configurable are the signals the configuration may name.
-var configurable = []Signal{MemoryAvailable, NodeFsAvailable, NodeFsInodesFree, ImageFsAvailable, ImageFsInodesFree, PIDAvailable}
+var configurable = []Signal{MemoryAvailable, AllocatableMemoryAvailable, NodeFsAvailable, NodeFsInodesFree,
+	ImageFsAvailable, ImageFsInodesFree, ContainerFsAvailable, ContainerFsInodesFree, PIDAvailable}
 
 func validSignal(s string) bool {
 	for _, c := range configurable {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
-	critesting "k8s.io/cri-api/pkg/apis/testing"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critesting "k8s.io/cri-api/pkg/apis/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
