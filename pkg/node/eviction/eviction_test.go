@@ -332,3 +332,28 @@ func TestManagerSynchronize(t *testing.T) {
 		t.Errorf("local storage message %q", msg)
 	}
 }
+
+// The host observer measures every signal on this machine; images on the
+// same filesystem as the root dir are not dedicated.
+func TestHostObserverOnThisMachine(t *testing.T) {
+	l, err := cgroupsLayoutForTest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	o := &HostObserver{MemoryRoot: l, RootDir: dir,
+		ImageFs: func(context.Context) (string, error) { return dir, nil }}
+	obs, dedicated, err := o.Observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dedicated {
+		t.Error("one directory taken for a dedicated image filesystem")
+	}
+	for _, s := range []Signal{MemoryAvailable, NodeFsAvailable, NodeFsInodesFree, ImageFsAvailable, ImageFsInodesFree, ContainerFsAvailable, PIDAvailable} {
+		ob, ok := obs[s]
+		if !ok || ob.Capacity <= 0 || ob.Available < 0 || ob.Available > ob.Capacity {
+			t.Errorf("%s: %+v (observed %v)", s, ob, ok)
+		}
+	}
+}
