@@ -220,3 +220,50 @@ containerLogMonitorInterval: 3s
 }
 
 var _ = v1.PodRunning
+
+// A pod removed while the kubelet was down leaves nothing once the
+// kubelet is back: no container or sandbox, no log directory, no pod
+// directory, no volume mount (a tmpfs emptyDir).
+func TestPodRemovedDuringDowntimeLeavesNothing(t *testing.T) {
+	n := startNode(t)
+	n.writeManifest("orphan.yaml", manifest("orphan", `  containers:
+  - name: main
+    image: gokubelet.local/testimage:1.0
+    volumeMounts:
+    - {name: scratch, mountPath: /scratch}
+  volumes:
+  - name: scratch
+    emptyDir: {medium: Memory}
+`))
+	p := n.waitPod("orphan", "Running", isRunningReady)
+	uid := string(p.UID)
+	podDir := filepath.Join(n.rootDir, "pods", uid)
+	logDir := filepath.Join(n.logsDir, fmt.Sprintf("default_orphan-%s_%s", nodeName, uid))
+	if !mountedUnder(t, podDir) {
+		t.Fatalf("no tmpfs mounted under %s while the pod runs", podDir)
+	}
+	n.Stop(t)
+	n.removeManifest("orphan.yaml")
+	n.Start(t)
+	framework.Eventually(t, "nothing of the pod left", func() (bool, string) {
+		sbs, cs := runtimePod(t, uid)
+		_, podErr := os.Stat(podDir)
+		_, logErr := os.Stat(logDir)
+		left := fmt.Sprintf("sandboxes %d containers %d podDir %v logDir %v mounted %v", len(sbs), len(cs), podErr, logErr, mountedUnder(t, podDir))
+		return len(sbs) == 0 && len(cs) == 0 && os.IsNotExist(podErr) && os.IsNotExist(logErr) && !mountedUnder(t, podDir), left
+	})
+}
+
+func mountedUnder(t *testing.T, dir string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			return true
+		}
+	}
+	return false
+}
