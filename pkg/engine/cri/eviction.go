@@ -72,10 +72,11 @@ func (e *Engine) terminate(pod *v1.Pod, gracePeriod int64, reason, msg string) {
 	}})
 }
 
-// PodCleanedUp reports that nothing of the pod runs any more.
+// PodCleanedUp reports that nothing of the pod runs any more and its
+// volumes were released (an evicted emptyDir's space is back).
 func (e *Engine) PodCleanedUp(uid types.UID) bool {
 	info, ok := e.workers.Get(uid)
-	return !ok || info.State == podworkers.Terminated
+	return !ok || (info.State == podworkers.Terminated && info.Cleaned)
 }
 
 // PodGCState tells the garbage collectors about a pod: gone when no source
