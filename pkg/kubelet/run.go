@@ -21,6 +21,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
+	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
@@ -140,6 +141,17 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 
+	// The node's resources: the cgroup hierarchy the pods run in.
+	res, err := newNodeResources(ctx, cfg, s.RootDir, &ncfg, machine)
+	if err != nil {
+		return err
+	}
+
+	alloc, err := allocation.New(s.RootDir)
+	if err != nil {
+		return fmt.Errorf("pod resource allocations: %w", err)
+	}
+
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
@@ -150,6 +162,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		PodLogsDir:            cfg.PodLogsDir,
 		CgroupDriver:          cfg.CgroupDriver,
 		CgroupRoot:            cfg.CgroupRoot,
+		CgroupParent:          res.cgroups.PodParent,
+		PodCgroup:             res.cgroups.SetPod,
+		Actuated:              alloc,
 		ResolvConf:            derefString(cfg.ResolverConfig),
 		ClusterDNS:            cfg.ClusterDNS,
 		ClusterDomain:         cfg.ClusterDomain,
@@ -206,6 +221,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Probes:         probes,
 		Volumes:        volumes,
 		Security:       podSpec.Security,
+		Cgroups:        res.cgroups,
+		Allocation:     alloc,
 		Updates:        merger.Updates(),
 		Sources:        sourceNames,
 		SeenAllSources: merger.SeenAllSources,
@@ -214,6 +231,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Clock:          clock.RealClock{},
 	})
 	facts.engine.Store(eng)
+	if err := res.attach(ctx, core, eng, rt); err != nil {
+		return err
+	}
+	facts.resources.Store(res)
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.
 	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, eng.HealthChecks(), podLister{core, eng})
@@ -237,6 +258,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		engineStage.Add("services", podSpec.services)
 	}
 	eng.AddTo(engineStage, g.Stage("sync-loop"))
+	res.addTo(engineStage)
 
 	log.Info("Kubelet starting", "sources", sourceNames, "rootDir", s.RootDir, "hostIPs", hostIPs, "standalone", clients == nil)
 	err = g.Run(ctx)
@@ -251,9 +273,10 @@ const shutdownWait = runnable.DefaultStopTimeout
 // hostFacts is the real node's facts provider: the machine's facts and, once
 // the engine exists, the runtime's readiness and version.
 type hostFacts struct {
-	cfg     *nodestatus.Config
-	rootDir string
-	engine  atomic.Pointer[cri.Engine]
+	cfg       *nodestatus.Config
+	rootDir   string
+	engine    atomic.Pointer[cri.Engine]
+	resources atomic.Pointer[nodeResources]
 }
 
 func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
@@ -269,6 +292,10 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	}
 	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
 	f.Readiness = eng.Readiness(ctx)
+	f.Pressure = h.resources.Load().pressure()
+	if errs := h.resources.Load().readinessErrors(); len(errs) > 0 {
+		f.Readiness.Errors = append(f.Readiness.Errors, errs...)
+	}
 	return f, nil
 }
 

@@ -51,8 +51,11 @@ var (
 	kubeletOnce sync.Once
 	kubelet     *framework.Kubelet
 	staticDir   string
-	// rootDir is the test kubelet's --root-dir.
-	rootDir string
+	// rootDir is the test kubelet's --root-dir; podLogsDir its
+	// podLogsDir; workDir the run's temporary directory.
+	rootDir    string
+	podLogsDir string
+	workDir    string
 
 	// clusterDNS is the test kubelet's clusterDNS: the cluster's
 	// (CLUSTER_DNS in kubelet-env) when it has one, else an address that
@@ -130,6 +133,8 @@ func setup(tmp string) error {
 	if clusterDNS == "" {
 		clusterDNS = "10.96.0.10"
 	}
+	workDir = tmp
+	podLogsDir = filepath.Join(tmp, "pod-logs")
 	staticDir = filepath.Join(tmp, "static")
 	if err := os.MkdirAll(staticDir, 0o755); err != nil {
 		return err

@@ -3,6 +3,7 @@ package kubeletconfig
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -239,17 +240,13 @@ func TestUnimplementedFieldWarnings(t *testing.T) {
 }
 
 func TestImplementedFieldsAreRealFields(t *testing.T) {
-	m := toMap(NewDefaultConfig())
-	m["apiVersion"], m["kind"] = "", ""
-	// Fields with omitempty and empty defaults do not show up in toMap;
-	// check against the struct's JSON tags instead.
-	known := map[string]bool{}
-	for k := range m {
-		known[k] = true
-	}
-	for _, f := range []string{"staticPodPath", "staticPodURL", "staticPodURLHeader", "clusterDNS", "clusterDomain",
-		"registerWithTaints", "providerID", "kubeReserved", "systemReserved", "imageServiceEndpoint", "maxParallelImagePulls", "readOnlyPort", "allowedUnsafeSysctls", "featureGates"} {
-		known[f] = true
+	// Fields with omitempty and empty defaults do not show up in a
+	// marshalled config: take the struct's JSON tags.
+	known := map[string]bool{"apiVersion": true, "kind": true}
+	typ := reflect.TypeOf(kubeletv1beta1.KubeletConfiguration{})
+	for i := 0; i < typ.NumField(); i++ {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		known[name] = true
 	}
 	for _, f := range ImplementedFields {
 		if !known[f] {
