@@ -14,6 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.sh"
 . "$here/lib-cluster.sh"
+. "$here/lib-daemon.sh"
 
 BIN_DIR=${BIN_DIR:-$UPSTREAM_CACHE/$KUBE_VERSION/bin}
 APISERVER_READY_TIMEOUT=${APISERVER_READY_TIMEOUT:-180}
@@ -65,7 +66,7 @@ start() {
   fi
   log "starting $name (log: $CLUSTER_LOG_DIR/$name.log)"
   echo "=== $(date -u +%FT%TZ) starting: $*" >> "$CLUSTER_LOG_DIR/$name.log"
-  setsid "$@" >> "$CLUSTER_LOG_DIR/$name.log" 2>&1 < /dev/null &
+  gk_daemon "$@" >> "$CLUSTER_LOG_DIR/$name.log" 2>&1 < /dev/null
   echo $! > "$(pidfile "$name")"
   sleep 0.2
   running "$name" >/dev/null || { tail -n 20 "$CLUSTER_LOG_DIR/$name.log" >&2; die "$name exited at once"; }

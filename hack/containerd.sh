@@ -152,7 +152,7 @@ up() {
     rm -f "$GK_CTRD_SOCK" "$GK_CTRD_SOCK.ttrpc"
     echo "=== $(date -Is) starting containerd ($GK_INST)" >>"$GK_CTRD_LOG"
     # setsid: own session, so it outlives the calling shell and its job control.
-    setsid nohup containerd --config "$GK_CTRD_CONFIG" </dev/null >>"$GK_CTRD_LOG" 2>&1 &
+    gk_daemon nohup containerd --config "$GK_CTRD_CONFIG" </dev/null >>"$GK_CTRD_LOG" 2>&1
     echo $! >"$GK_CTRD_PID"
   fi
   local i

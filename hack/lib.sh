@@ -7,6 +7,8 @@
 #   /run/gokubelet/$INST/containerd/state
 #   /var/log/gokubelet/$INST-containerd.log
 
+. "$(dirname "${BASH_SOURCE[0]}")/lib-daemon.sh"
+
 GK_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 GK_OUTPUT=${GK_OUTPUT:-$GK_REPO_ROOT/_output}
 

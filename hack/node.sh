@@ -107,7 +107,7 @@ up() {
     stop_kubelet
     mv "$KUBELET_BIN.new" "$KUBELET_BIN"
     mkdir -p "$GK_LOGDIR" "$GK_RUN"
-    setsid nohup "$KUBELET_BIN" "${args[@]}" >>"$KUBELET_LOG" 2>&1 </dev/null &
+    gk_daemon nohup "$KUBELET_BIN" "${args[@]}" >>"$KUBELET_LOG" 2>&1 </dev/null
     echo $! >"$KUBELET_PID"
     echo "$stamp" >"$KUBELET_DIR/.stamp"
     local i
