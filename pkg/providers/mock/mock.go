@@ -18,10 +18,10 @@
 // after exit 0) ends the pod Succeeded or Failed, otherwise the containers
 // restart (restartCount grows, lastState keeps the exit).
 //
-// Streams: logs are a few lines per container; exec writes
-// "<command joined by spaces>\n" to stdout, copies stdin to stdout for
-// "cat", and fails with the code for "exit N"; attach copies stdin to
-// stdout; port-forward echoes what it receives.
+// Streams: logs are a few lines per container; exec echoes for "echo",
+// copies stdin to stdout for "cat", fails with the code for "exit N" (also
+// as sh -c "exit N"), and writes the command line for anything else;
+// attach copies stdin to stdout; port-forward echoes what it receives.
 package mock
 
 import (
@@ -517,7 +517,16 @@ func (p *Provider) RunInContainer(ctx context.Context, namespace, name, containe
 	if len(cmd) == 0 {
 		return errdefs.Invalid(fmt.Errorf("no command"))
 	}
+	if len(cmd) == 3 && (cmd[0] == "sh" || cmd[0] == "/bin/sh") && cmd[1] == "-c" {
+		cmd = strings.Fields(cmd[2])
+	}
 	switch cmd[0] {
+	case "echo":
+		if a.Stdout != nil {
+			_, err := io.WriteString(a.Stdout, strings.Join(cmd[1:], " ")+"\n")
+			return err
+		}
+		return nil
 	case "cat":
 		if a.Stdin != nil && a.Stdout != nil {
 			return copyCtx(ctx, a.Stdout, a.Stdin)
