@@ -142,6 +142,10 @@ func (e *Engine) update(ctx context.Context, api *v1.Pod, st *podState, h uint64
 // (waiting reason while retried; Failed when terminal). A non-terminal
 // failure is returned to be retried with back-off.
 func (e *Engine) failed(ctx context.Context, api *v1.Pod, st *podState, reason string, err error, terminal bool) (time.Duration, error) {
+	if ctx.Err() != nil {
+		// The kubelet is stopping: the call was cut short, not refused.
+		return 0, nil
+	}
 	msg := err.Error()
 	if terminal {
 		klog.FromContext(ctx).Info("Provider refused the pod; it fails", "reason", reason, "err", err)
@@ -217,6 +221,8 @@ func (e *Engine) syncDeleting(ctx context.Context, api *v1.Pod, st *podState) (t
 			st.gone = true
 			e.mu.Unlock()
 			e.finalize(api, st)
+			return 0, nil
+		case err != nil && ctx.Err() != nil:
 			return 0, nil
 		case err != nil:
 			if !now.Before(deadline) {
