@@ -578,3 +578,21 @@ func (nopRWC) Write(b []byte) (int, error) { return len(b), nil }
 func (nopRWC) Close() error                { return nil }
 
 type bareProvider struct{ provider.Provider }
+
+// Drain empties the provider of a removed node.
+func TestDrain(t *testing.T) {
+	m := mock.NewWithConfig(nodeName, fastMock())
+	for i := range 3 {
+		if err := m.CreatePod(context.Background(), testPod(fmt.Sprintf("p-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if left, err := Drain(ctx, m); err != nil || left != 0 {
+		t.Fatalf("Drain = %d, %v", left, err)
+	}
+	if pods, _ := m.ListPods(ctx); len(pods) != 0 {
+		t.Errorf("%d pods left", len(pods))
+	}
+}

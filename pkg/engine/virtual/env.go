@@ -149,8 +149,9 @@ func (r *envResolver) container(ctx context.Context, pod *v1.Pod, c *v1.Containe
 }
 
 // containerKeepingRefs: service variables first (those the container does
-// not set itself), then the container's env with fieldRef and
-// resourceFieldRef resolved; envFrom, key references and $(VAR) stay.
+// not set itself), then the container's env with fieldRef (but
+// status.podIP/podIPs) and resourceFieldRef resolved; envFrom, key
+// references and $(VAR) stay.
 func (r *envResolver) containerKeepingRefs(pod *v1.Pod, c *v1.Container, svcEnv []v1.EnvVar) error {
 	own := map[string]bool{}
 	for _, e := range c.Env {
@@ -163,6 +164,10 @@ func (r *envResolver) containerKeepingRefs(pod *v1.Pod, c *v1.Container, svcEnv 
 		}
 	}
 	for _, e := range c.Env {
+		if vf := e.ValueFrom; vf != nil && vf.FieldRef != nil && strings.HasPrefix(vf.FieldRef.FieldPath, "status.pod") {
+			env = append(env, e) // the pod's own IP: only the backend knows it
+			continue
+		}
 		if e.ValueFrom != nil && (e.ValueFrom.FieldRef != nil || e.ValueFrom.ResourceFieldRef != nil) {
 			v, err := r.valueFrom(context.Background(), pod, c, e, nil)
 			if err != nil {

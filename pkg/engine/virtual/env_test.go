@@ -84,6 +84,7 @@ func envPod() *v1.Pod {
 				{Name: "CPU_MILLIS", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.cpu", Divisor: resource.MustParse("1m")}}},
 				{Name: "MEM_LIMIT", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1Mi")}}},
 				{Name: "GREETING", Value: "mode $(MODE) on $(NODE), unknown $(NOPE)"},
+				{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
 			},
 		}}},
 	}
@@ -157,6 +158,9 @@ func TestResolveEnvKeepingRefs(t *testing.T) {
 	}
 	if byName["POD"].Value != "web" || byName["POD"].ValueFrom != nil || byName["HOST_IP"].Value != "192.0.2.1" {
 		t.Errorf("downward API not resolved: %+v %+v", byName["POD"], byName["HOST_IP"])
+	}
+	if byName["POD_IP"].ValueFrom == nil || byName["POD_IP"].ValueFrom.FieldRef == nil {
+		t.Errorf("POD_IP = %+v: the pod's own IP is the backend's to resolve", byName["POD_IP"])
 	}
 	if byName["GREETING"].Value != "mode $(MODE) on $(NODE), unknown $(NOPE)" {
 		t.Errorf("GREETING = %q: expansion is the backend's", byName["GREETING"].Value)
