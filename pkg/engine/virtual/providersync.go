@@ -58,8 +58,8 @@ func (l *providerLoop) Start(ctx context.Context) error {
 // engine does not follow is taken as a possible orphan only when the pod
 // still runs; the periodic list finds the rest.
 func (e *Engine) onProviderPod(p *v1.Pod) {
-	if p == nil {
-		return
+	if p == nil || (p.Spec.NodeName != "" && p.Spec.NodeName != e.cfg.NodeName) {
+		return // never act on another node's pods
 	}
 	key := keyOf(p.Namespace, p.Name)
 	e.mu.Lock()
