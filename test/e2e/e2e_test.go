@@ -134,6 +134,12 @@ clusterDomain: cluster.local
 	}
 	kubelet.Args = []string{"--config", filepath.Join(tmp, "config.yaml"), "--root-dir", filepath.Join(tmp, "root"),
 		"--kubeconfig", clusterEnv["NODE_KUBECONFIG"], "--hostname-override", clusterEnv["NODE_NAME"], "--node-ip", clusterEnv["NODE_IP"], "-v", "3"}
+	// Two virtual nodes beside the real one (virtual_test.go).
+	vnArgs, err := virtualNodesSetup(tmp)
+	if err != nil {
+		return err
+	}
+	kubelet.Args = append(kubelet.Args, vnArgs...)
 	return nil
 }
 

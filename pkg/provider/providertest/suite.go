@@ -49,6 +49,10 @@ type Harness struct {
 	EchoPort int32
 	// Timeout bounds each wait (default 90s).
 	Timeout time.Duration
+	// SkipStreams, when set, says why the provider's streams cannot work
+	// in this environment; the streams test is then skipped (reported as
+	// skipped, with the reason), not passed.
+	SkipStreams string
 }
 
 // TestImage is the project's test image (images/testserver).
@@ -425,6 +429,9 @@ func (b *closeBuffer) String() string {
 func (b *closeBuffer) Close() error { return nil }
 
 func testStreams(t *testing.T, h *Harness) {
+	if h.SkipStreams != "" {
+		t.Skip(h.SkipStreams)
+	}
 	const node = "pt-streams"
 	p, _ := h.start(t, node)
 	_, logs := p.(provider.LogsProvider)

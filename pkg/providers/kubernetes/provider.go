@@ -295,6 +295,11 @@ func (p *Provider) CreatePod(ctx context.Context, pod *v1.Pod) error {
 		if tp.Labels[LabelOriginUID] != string(pod.UID) {
 			return errdefs.Retryable(fmt.Errorf("target pod %s/%s still belongs to an earlier pod of that name (%s)", ns, pod.Name, tp.Labels[LabelOriginUID]))
 		}
+	} else if apierrors.IsForbidden(err) {
+		// Admission in the target refused it: often for a while only (a
+		// new namespace's default service account not there yet, a quota
+		// full). Retried, with the target's message on the pod.
+		return fmt.Errorf("creating target pod %s/%s: %w", ns, pod.Name, errdefs.Retryable(err))
 	} else if err != nil {
 		return fmt.Errorf("creating target pod %s/%s: %w", ns, pod.Name, errdefs.FromAPI(err))
 	}
