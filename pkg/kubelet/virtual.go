@@ -74,6 +74,11 @@ type virtualNodes struct {
 	running map[string]*virtualNode
 	// failing names nodes waiting to be started again after a failure.
 	failing map[string]error
+
+	// newClients builds the clients of an identity (tests replace it).
+	newClients func(kubeconfig string) (*node.Clients, error)
+	// watchInterval is how often the file is re-read.
+	watchInterval time.Duration
 }
 
 // sharedClients are the clients of one identity and their service
@@ -110,7 +115,7 @@ func newVirtualNodes(s *kubeletconfig.Settings, hostIPs []string) (*virtualNodes
 			return nil, fmt.Errorf("virtual nodes config %s: node %s: unknown provider %q (known: %s)", s.VirtualNodesConfigFile, n.Name, n.Provider, providerNames())
 		}
 	}
-	return &virtualNodes{
+	v := &virtualNodes{
 		path:              s.VirtualNodesConfigFile,
 		content:           content,
 		cfg:               s.VirtualNodes,
@@ -120,7 +125,20 @@ func newVirtualNodes(s *kubeletconfig.Settings, hostIPs []string) (*virtualNodes
 		shared:            map[string]*sharedClients{},
 		running:           map[string]*virtualNode{},
 		failing:           map[string]error{},
-	}, nil
+		watchInterval:     virtualnodes.DefaultWatchInterval,
+	}
+	v.newClients = func(kubeconfig string) (*node.Clients, error) {
+		return node.NewClients(node.ClientConfig{
+			Kubeconfig:  kubeconfig,
+			UserAgent:   "kubelet/" + Version + " (virtual nodes)",
+			ContentType: s.Config.ContentType,
+			QPS:         s.VirtualNodes.QPS(),
+			Burst:       s.VirtualNodes.Burst(),
+			EventQPS:    float32(deref(s.Config.EventRecordQPS)),
+			EventBurst:  int(s.Config.EventBurst),
+		})
+	}
+	return v, nil
 }
 
 func providerNames() string {
@@ -158,7 +176,7 @@ func (v *virtualNodes) Start(ctx context.Context) error {
 		v.start(ctx, n)
 	}
 	log.Info("Virtual nodes running", "nodes", len(v.cfg.Nodes), "config", v.path, "instance", v.instance())
-	virtualnodes.Watch(ctx, v.path, virtualnodes.DefaultWatchInterval, v.content, func(c *virtualnodes.Config) { v.reconcile(ctx, c) })
+	virtualnodes.Watch(ctx, v.path, v.watchInterval, v.content, func(c *virtualnodes.Config) { v.reconcile(ctx, c) })
 	// Stopping: every node stops, nothing is drained or deleted.
 	v.mu.Lock()
 	nodes := make([]*virtualNode, 0, len(v.running))
@@ -486,15 +504,7 @@ func (v *virtualNodes) clientsFor(ctx context.Context, kubeconfig string) (*shar
 	if ok {
 		return sc, nil
 	}
-	clients, err := node.NewClients(node.ClientConfig{
-		Kubeconfig:  kubeconfig,
-		UserAgent:   "kubelet/" + Version + " (virtual nodes)",
-		ContentType: v.kc.Config.ContentType,
-		QPS:         v.cfg.QPS(),
-		Burst:       v.cfg.Burst(),
-		EventQPS:    float32(deref(v.kc.Config.EventRecordQPS)),
-		EventBurst:  int(v.kc.Config.EventBurst),
-	})
+	clients, err := v.newClients(kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("virtual nodes: %w", err)
 	}
