@@ -307,7 +307,8 @@ func (p *Provider) CreatePod(ctx context.Context, pod *v1.Pod) error {
 }
 
 // UpdatePod applies what a pod may change in place: labels, annotations,
-// container images and the active deadline.
+// container images and the active deadline. (Tolerations are left alone:
+// the target's admission added its own, which may not be removed.)
 func (p *Provider) UpdatePod(ctx context.Context, pod *v1.Pod) error {
 	tp, err := p.targetPod(pod.Namespace, pod.Name)
 	if err != nil {
@@ -333,7 +334,6 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *v1.Pod) error {
 			upd.Spec.InitContainers[i].Image = c.Image
 		}
 	}
-	upd.Spec.Tolerations = pl.pod.Spec.Tolerations
 	if _, err := p.target.CoreV1().Pods(tp.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating target pod %s/%s: %w", tp.Namespace, tp.Name, errdefs.FromAPI(err))
 	}
