@@ -189,6 +189,11 @@ func (v *virtualNodes) Start(ctx context.Context) error {
 	}
 	for _, n := range nodes {
 		<-n.done
+		n.mu.Lock()
+		if n.stopProvider != nil {
+			n.stopProvider()
+		}
+		n.mu.Unlock()
 	}
 	return nil
 }
@@ -308,15 +313,6 @@ func (v *virtualNodes) run(ctx context.Context, n *virtualNode) error {
 	providerDone := make(chan error, 1)
 	if r, ok := prov.(runnable.Runnable); ok {
 		go func() { providerDone <- r.Start(klog.NewContext(provCtx, klog.FromContext(ctx).WithName("provider"))) }()
-		if rd, ok := prov.(runnable.Readier); ok {
-			select {
-			case <-rd.Ready():
-			case err := <-providerDone:
-				return fmt.Errorf("provider %s: %w", def.Provider, err)
-			case <-ctx.Done():
-				return nil
-			}
-		}
 	}
 
 	nodeLabels := map[string]string{virtualnodes.LabelType: virtualnodes.TypeValue, virtualnodes.LabelInstance: v.instance()}
@@ -371,24 +367,46 @@ func (v *virtualNodes) run(ctx context.Context, n *virtualNode) error {
 	n.mu.Lock()
 	n.engine = eng
 	n.mu.Unlock()
+	// The Node registers first (NotReady while the provider's backend is
+	// not there: its NodeStatus says why); pods wait for the provider.
 	var g runnable.Group
 	core.AddTo(g.Stage("core"))
+	g.Stage("provider").Add("provider", &providerGate{prov: prov, done: providerDone, name: def.Provider})
 	eng.AddTo(g.Stage("engine"), g.Stage("pod-sync"))
-	g.Stage("provider-watch").Add("provider", runnable.Func(func(ctx context.Context) error {
-		select {
-		case err := <-providerDone:
-			if ctx.Err() == nil {
-				return fmt.Errorf("provider %s stopped: %w", def.Provider, err)
-			}
-		case <-ctx.Done():
-		}
-		return nil
-	}))
 	v.mu.Lock()
 	delete(v.failing, def.Name)
 	v.mu.Unlock()
 	klog.FromContext(ctx).Info("Virtual node starting", "port", def.Port, "hostIPs", v.hostIPs)
 	return g.Run(ctx)
+}
+
+// providerGate is ready once the provider is (a provider with loops of
+// its own implements runnable.Readier), and fails the node when the
+// provider's loops stop on their own.
+type providerGate struct {
+	prov provider.Provider
+	done <-chan error
+	name string
+}
+
+func (p *providerGate) Ready() <-chan struct{} {
+	if rd, ok := p.prov.(runnable.Readier); ok {
+		return rd.Ready()
+	}
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+func (p *providerGate) Start(ctx context.Context) error {
+	select {
+	case err := <-p.done:
+		if ctx.Err() == nil {
+			return fmt.Errorf("provider %s stopped: %w", p.name, err)
+		}
+	case <-ctx.Done():
+	}
+	return nil
 }
 
 // stop stops a node's loops and its provider (its pods keep running).
