@@ -88,11 +88,24 @@ func shortHash(parts ...string) string {
 // copyName names a copy: the origin name and a hash of the pod, kind and
 // name, so copies of different pods never collide.
 func copyName(uid types.UID, kind, name string) string {
-	base := name
+	var b strings.Builder
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	base := b.String()
 	if len(base) > 200 {
 		base = base[:200]
 	}
-	return strings.TrimSuffix(base, ".") + "-" + shortHash(string(uid), kind, name)
+	base = strings.Trim(base, "-.")
+	if base == "" {
+		base = kind
+	}
+	return base + "-" + shortHash(string(uid), kind, name)
 }
 
 // toTarget plans the target pod for an origin pod (pure). The target pod

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gokubelet/kubelet/pkg/errdefs"
 )
@@ -74,6 +75,11 @@ func TestToTarget(t *testing.T) {
 	kinds := map[string][]objectCopy{}
 	for _, c := range pl.copies {
 		kinds[c.kind] = append(kinds[c.kind], c)
+		// Regression: a token copy was named after its volume and path
+		// ("kube-api-access-x/token-..."), which the API server refuses.
+		if errs := validation.IsDNS1123Subdomain(c.target); len(errs) > 0 {
+			t.Errorf("copy name %q is not a valid object name: %v", c.target, errs)
+		}
 	}
 	// cfg (volume, env, envFrom: one copy), kube-root-ca.crt.
 	if len(kinds[copyConfigMap]) != 2 || len(kinds[copySecret]) != 2 || len(kinds[copyToken]) != 1 || len(kinds[copyDownward]) != 2 {
@@ -209,5 +215,17 @@ func TestParseConfig(t *testing.T) {
 		if _, err := ParseConfig([]byte(raw), ""); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error naming %s", raw, err, want)
 		}
+	}
+}
+
+func TestCopyName(t *testing.T) {
+	for _, name := range []string{"kube-api-access-x/token", "Upper_Case", "-.-", strings.Repeat("a", 300), "cfg"} {
+		got := copyName("uid", copyToken, name)
+		if errs := validation.IsDNS1123Subdomain(got); len(errs) > 0 {
+			t.Errorf("copyName(%q) = %q: %v", name, got, errs)
+		}
+	}
+	if copyName("u1", copySecret, "a") == copyName("u2", copySecret, "a") || copyName("u1", copySecret, "a") == copyName("u1", copyConfigMap, "a") {
+		t.Error("copies of different pods or kinds collide")
 	}
 }
