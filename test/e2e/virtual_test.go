@@ -161,7 +161,10 @@ spec:
         imagePullPolicy: IfNotPresent
         command: [/testserver, --tcp-port=7000]
         env:
-        - {name: GREETING, valueFrom: {configMapKeyRef: {name: settings, key: greeting}}}
+        # optional: the target here is this cluster, whose real node on
+        # main does not resolve ConfigMap env yet (branch podspec); the copy
+        # and the renamed reference are checked either way.
+        - {name: GREETING, valueFrom: {configMapKeyRef: {name: settings, key: greeting, optional: true}}}
         - {name: MY_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
         - {name: MY_NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
         volumeMounts: [{name: settings, mountPath: /etc/settings}]
