@@ -73,6 +73,10 @@ container runtime, probes them, and reports their status. It serves healthz
 and, when enabled, the read-only API (/pods, /runningpods/). Not implemented
 yet: the authenticated API on --port (logs, exec, stats, metrics).
 
+With --virtual-nodes-config it also runs virtual nodes: nodes whose pods run
+elsewhere through a provider (another Kubernetes cluster, or memory), beside
+this machine's node or, with realNode: false in that file, instead of it.
+
 Configuration comes from a KubeletConfiguration file (--config,
 kubelet.config.k8s.io/v1beta1), then the drop-in files of --config-dir
 (*.conf, merged in order), with flags given on the command line taking

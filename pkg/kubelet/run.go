@@ -52,8 +52,13 @@ var Version = "v1.34.4+gokubelet"
 //  3. servers: healthz and the read-only API, bound before anything runs so
 //     a port in use is a clear start-up failure;
 //  4. engine: pod workers, PLEG, probers;
-//  5. sync loop.
+//  5. sync loop;
+//  6. virtual nodes, when --virtual-nodes-config names any (virtual.go;
+//     with realNode: false they are all that runs).
 func Run(ctx context.Context, s *kubeletconfig.Settings) error {
+	if !s.RunsRealNode() {
+		return runVirtualOnly(ctx, s) // virtual.go
+	}
 	log := klog.FromContext(ctx).WithValues("node", s.NodeName)
 	ctx = klog.NewContext(ctx, log)
 	cfg := s.Config
@@ -236,8 +241,18 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	}
 	facts.resources.Store(res)
 
+	// Virtual nodes beside the real one (virtual.go).
+	checks := eng.HealthChecks()
+	var vn *virtualNodes
+	if s.VirtualNodes != nil {
+		if vn, err = newVirtualNodes(s, hostIPs); err != nil {
+			return err
+		}
+		checks = append(checks, server.HealthCheck{Name: "virtual-nodes", Check: vn.healthCheck})
+	}
+
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.
-	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, eng.HealthChecks(), podLister{core, eng})
+	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, podLister{core, eng})
 	if err != nil {
 		return err
 	}
@@ -259,6 +274,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	}
 	eng.AddTo(engineStage, g.Stage("sync-loop"))
 	res.addTo(engineStage)
+	if vn != nil {
+		g.Stage("virtual-nodes").Add("virtual-nodes", vn)
+	}
 
 	log.Info("Kubelet starting", "sources", sourceNames, "rootDir", s.RootDir, "hostIPs", hostIPs, "standalone", clients == nil)
 	err = g.Run(ctx)

@@ -163,6 +163,12 @@ allowedUnsafeSysctls: ["kernel.msgmax"]
 	rootDir = filepath.Join(tmp, "root")
 	kubelet.Args = []string{"--config", filepath.Join(tmp, "config.yaml"), "--root-dir", rootDir,
 		"--kubeconfig", clusterEnv["NODE_KUBECONFIG"], "--hostname-override", clusterEnv["NODE_NAME"], "--node-ip", clusterEnv["NODE_IP"], "-v", "3"}
+	// Two virtual nodes beside the real one (virtual_test.go).
+	vnArgs, err := virtualNodesSetup(tmp)
+	if err != nil {
+		return err
+	}
+	kubelet.Args = append(kubelet.Args, vnArgs...)
 	return nil
 }
 

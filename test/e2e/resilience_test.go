@@ -213,15 +213,18 @@ func probedSince(p *v1.Pod, since time.Time) bool {
 	return found
 }
 
-func waitNodeReady(t *testing.T, name string, limit time.Duration) {
+func waitNodeReady(t *testing.T, name string, limit time.Duration) *v1.Node {
 	t.Helper()
-	within(t, limit, "node Ready", func() (bool, string) {
+	var got *v1.Node
+	within(t, limit, "node "+name+" Ready", func() (bool, string) {
 		n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
+		got = n
 		return nodeReady(n), fmt.Sprint(n.Status.Conditions)
 	})
+	return got
 }
 
 // The kubelet is killed (-9) under 50 pods with startup and readiness
