@@ -79,6 +79,10 @@ the read-only API (/healthz, /pods and the stats and metrics endpoints).
 With --bootstrap-kubeconfig it obtains its client certificate through a
 CertificateSigningRequest (TLS bootstrap).
 
+With --virtual-nodes-config it also runs virtual nodes: nodes whose pods run
+elsewhere through a provider (another Kubernetes cluster, or memory), beside
+this machine's node or, with realNode: false in that file, instead of it.
+
 Configuration comes from a KubeletConfiguration file (--config,
 kubelet.config.k8s.io/v1beta1), then the drop-in files of --config-dir
 (*.conf, merged in order), with flags given on the command line taking

@@ -23,6 +23,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
+	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
@@ -55,8 +56,13 @@ var Version = "v1.34.4+gokubelet"
 //     serving certificate's rotation), bound before anything runs so a
 //     port in use is a clear start-up failure;
 //  4. engine: pod workers, PLEG, probers;
-//  5. sync loop.
+//  5. sync loop;
+//  6. virtual nodes, when --virtual-nodes-config names any (virtual.go;
+//     with realNode: false they are all that runs).
 func Run(ctx context.Context, s *kubeletconfig.Settings) error {
+	if !s.RunsRealNode() {
+		return runVirtualOnly(ctx, s) // virtual.go
+	}
 	log := klog.FromContext(ctx).WithValues("node", s.NodeName)
 	ctx = klog.NewContext(ctx, log)
 	cfg := s.Config
@@ -154,6 +160,17 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 
+	// The node's resources: the cgroup hierarchy the pods run in.
+	res, err := newNodeResources(ctx, cfg, s.RootDir, &ncfg, machine)
+	if err != nil {
+		return err
+	}
+
+	alloc, err := allocation.New(s.RootDir)
+	if err != nil {
+		return fmt.Errorf("pod resource allocations: %w", err)
+	}
+
 	// The pod startup timeline (wire_stats.go): told about the CRI calls of
 	// pod starts by the runtime, about pods and statuses by the engine.
 	tl := timeline.New(nil)
@@ -168,6 +185,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		PodLogsDir:            cfg.PodLogsDir,
 		CgroupDriver:          cfg.CgroupDriver,
 		CgroupRoot:            cfg.CgroupRoot,
+		CgroupParent:          res.cgroups.PodParent,
+		PodCgroup:             res.cgroups.SetPod,
+		Actuated:              alloc,
 		ResolvConf:            derefString(cfg.ResolverConfig),
 		ClusterDNS:            cfg.ClusterDNS,
 		ClusterDomain:         cfg.ClusterDomain,
@@ -225,6 +245,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Probes:         probes,
 		Volumes:        volumes,
 		Security:       podSpec.Security,
+		Cgroups:        res.cgroups,
+		Allocation:     alloc,
 		Updates:        merger.Updates(),
 		Sources:        sourceNames,
 		SeenAllSources: merger.SeenAllSources,
@@ -234,20 +256,34 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Observer:       tl,
 	})
 	facts.engine.Store(eng)
+	if err := res.attach(ctx, core, eng, rt); err != nil {
+		return err
+	}
+	facts.resources.Store(res)
+
+	// Virtual nodes beside the real one (virtual.go).
+	checks := eng.HealthChecks()
+	var vn *virtualNodes
+	if s.VirtualNodes != nil {
+		if vn, err = newVirtualNodes(s, hostIPs); err != nil {
+			return err
+		}
+		checks = append(checks, server.HealthCheck{Name: "virtual-nodes", Check: vn.healthCheck})
+	}
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.
 	pods := podLister{core, eng}
 	// Stats and metrics (wire_stats.go), on both the read-only port and the
 	// kubelet API.
-	routes := monitoringRoutes(s, core, rt, eng, tl, machine)
-	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, eng.HealthChecks(), pods, routes)
+	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodParent)
+	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, pods, routes)
 	if err != nil {
 		return err
 	}
 	// The kubelet API (wire_api.go).
 	api, err := newKubeletAPI(ctx, s, apiParts{
 		recorder: core.Recorder(), nodeRef: core.NodeRef(), clients: clients, pods: pods, containers: cri.NewContainers(rt),
-		checks: eng.HealthChecks(), routes: routes, hostIPs: hostIPs,
+		checks: checks, routes: routes, hostIPs: hostIPs,
 	})
 	if err != nil {
 		closeServers(servers)
@@ -273,6 +309,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		engineStage.Add("services", podSpec.services)
 	}
 	eng.AddTo(engineStage, g.Stage("sync-loop"))
+	res.addTo(engineStage)
+	if vn != nil {
+		g.Stage("virtual-nodes").Add("virtual-nodes", vn)
+	}
 
 	log.Info("Kubelet starting", "sources", sourceNames, "rootDir", s.RootDir, "hostIPs", hostIPs, "standalone", clients == nil)
 	err = g.Run(ctx)
@@ -287,9 +327,10 @@ const shutdownWait = runnable.DefaultStopTimeout
 // hostFacts is the real node's facts provider: the machine's facts and, once
 // the engine exists, the runtime's readiness and version.
 type hostFacts struct {
-	cfg     *nodestatus.Config
-	rootDir string
-	engine  atomic.Pointer[cri.Engine]
+	cfg       *nodestatus.Config
+	rootDir   string
+	engine    atomic.Pointer[cri.Engine]
+	resources atomic.Pointer[nodeResources]
 }
 
 func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
@@ -305,6 +346,10 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	}
 	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
 	f.Readiness = eng.Readiness(ctx)
+	f.Pressure = h.resources.Load().pressure()
+	if errs := h.resources.Load().readinessErrors(); len(errs) > 0 {
+		f.Readiness.Errors = append(f.Readiness.Errors, errs...)
+	}
 	return f, nil
 }
 

@@ -31,8 +31,10 @@ import (
 var _ cri.Observer = (*timeline.Tracker)(nil)
 
 // monitoringRoutes builds the stats provider and the registries (nothing
-// is collected until asked) and returns the routes serving them.
-func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntime.Manager, eng *cri.Engine, tl *timeline.Tracker, m machineinfo.Info) []server.Route {
+// is collected until asked) and returns the routes serving them. podParent
+// names a pod's cgroup as the node's cgroup manager creates it.
+func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntime.Manager, eng *cri.Engine, tl *timeline.Tracker,
+	m machineinfo.Info, podParent func(*v1.Pod) string) []server.Route {
 	cfg := s.Config
 	provider := stats.New(stats.Options{
 		NodeName:   s.NodeName,
@@ -46,7 +48,7 @@ func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntim
 			if !ok {
 				return "", false
 			}
-			return podCgroup(p, cfg.CgroupDriver, cfg.CgroupRoot), true
+			return podParent(p), true
 		},
 		VolumePeriod:   cfg.VolumeStatsAggPeriod.Duration,
 		CgroupDriver:   cfg.CgroupDriver,
@@ -71,9 +73,4 @@ func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntim
 		klog.V(2).InfoS("Monitoring endpoint ready", "path", r.Path, "subresource", r.Subresource)
 	}
 	return routes
-}
-
-// podCgroup names a pod's cgroup as the runtime creates it.
-func podCgroup(p *v1.Pod, driver, root string) string {
-	return kuberuntime.CgroupParent(p, driver, root)
 }

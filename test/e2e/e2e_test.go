@@ -51,8 +51,11 @@ var (
 	kubeletOnce sync.Once
 	kubelet     *framework.Kubelet
 	staticDir   string
-	// rootDir is the test kubelet's --root-dir.
-	rootDir string
+	// rootDir is the test kubelet's --root-dir; podLogsDir its
+	// podLogsDir; workDir the run's temporary directory.
+	rootDir    string
+	podLogsDir string
+	workDir    string
 
 	// clusterDNS is the test kubelet's clusterDNS: the cluster's
 	// (CLUSTER_DNS in kubelet-env) when it has one, else an address that
@@ -143,6 +146,8 @@ func setup(tmp string) error {
 	if clusterDNS == "" {
 		clusterDNS = "10.96.0.10"
 	}
+	workDir = tmp
+	podLogsDir = filepath.Join(tmp, "pod-logs")
 	staticDir = filepath.Join(tmp, "static")
 	if err := os.MkdirAll(staticDir, 0o755); err != nil {
 		return err
@@ -197,6 +202,12 @@ authorization:
 	kubelet.Args = []string{"--config", kubeletConfigPath, "--root-dir", rootDir,
 		"--bootstrap-kubeconfig", clusterEnv["BOOTSTRAP_KUBECONFIG"], "--kubeconfig", nodeKubeconfig, "--cert-dir", certDir,
 		"--hostname-override", clusterEnv["NODE_NAME"], "--node-ip", clusterEnv["NODE_IP"], "-v", "3"}
+	// Two virtual nodes beside the real one (virtual_test.go).
+	vnArgs, err := virtualNodesSetup(tmp)
+	if err != nil {
+		return err
+	}
+	kubelet.Args = append(kubelet.Args, vnArgs...)
 	return nil
 }
 

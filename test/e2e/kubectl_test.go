@@ -39,9 +39,14 @@ func kubectlPath() string {
 	return "/usr/bin/kubectl"
 }
 
-// kubectlCmd is kubectl as the cluster admin, in namespace ns.
+// kubectlCmd is kubectl as the cluster admin, in namespace ns (none: the
+// args say, or the default).
 func kubectlCmd(ctx context.Context, env []string, ns string, args ...string) *exec.Cmd {
-	all := append([]string{"--kubeconfig", filepath.Join(clusterDir, "admin.kubeconfig"), "-n", ns}, args...)
+	all := []string{"--kubeconfig", filepath.Join(clusterDir, "admin.kubeconfig")}
+	if ns != "" {
+		all = append(all, "-n", ns)
+	}
+	all = append(all, args...)
 	cmd := exec.CommandContext(ctx, kubectlPath(), all...)
 	cmd.Env = append(os.Environ(), env...)
 	return cmd

@@ -20,6 +20,8 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
 )
 
 // Options holds the kubelet's command-line flags. Bind them with AddFlags,
@@ -38,6 +40,7 @@ type Options struct {
 	CertDir                 string
 	NodeLabels              map[string]string
 	PodInfraContainerImage  string
+	VirtualNodesConfig      string
 
 	// flagCfg receives the values of the flags that map to config fields.
 	flagCfg kubeletv1beta1.KubeletConfiguration
@@ -141,6 +144,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory for the kubelet's files (volume mounts, plugins, checkpoints).")
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory of the kubelet's certificates (default <root-dir>/pki): the bootstrapped and rotated client certificate (kubelet-client-current.pem), the serving certificate of serverTLSBootstrap (kubelet-server-current.pem) or the self-signed one (kubelet.crt, kubelet.key). Not used for serving when tlsCertFile and tlsPrivateKeyFile are set.")
 	fs.Var(&labelsValue{m: &o.NodeLabels}, "node-labels", fmt.Sprintf("Labels to add to the node when registering it, as key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces must have one of the prefixes (%s) or be one of (%s).", strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", ")))
+	fs.StringVar(&o.VirtualNodesConfig, "virtual-nodes-config", o.VirtualNodesConfig, "Path to a VirtualNodes file (gokubelet.io/v1alpha1): virtual nodes this process runs beside (or, with realNode: false, instead of) this machine's node, each with a provider (mock, kubernetes). Re-read while running: nodes added or removed there are added or removed. See docs/virtual-nodes.md.")
 	fs.StringVar(&o.PodInfraContainerImage, "pod-infra-container-image", o.PodInfraContainerImage, "Accepted for compatibility and ignored: the container runtime chooses the sandbox (pause) image.")
 
 	o.bind("container-runtime-endpoint", func(d, s *kubeletv1beta1.KubeletConfiguration) {
@@ -393,11 +397,41 @@ func (o *Options) Settings() (*Settings, error) {
 	if err != nil {
 		errs = append(errs, field.Invalid(flagPath("hostname-override"), o.HostnameOverride, err.Error()))
 	}
+	if o.VirtualNodesConfig != "" {
+		s.VirtualNodesConfigFile = o.VirtualNodesConfig
+		s.VirtualNodes, err = virtualnodes.Load(o.VirtualNodesConfig)
+		if err != nil {
+			errs = append(errs, field.Invalid(flagPath("virtual-nodes-config"), o.VirtualNodesConfig, err.Error()))
+		} else {
+			errs = append(errs, checkVirtualNodes(s, flagPath("virtual-nodes-config"))...)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("invalid configuration%s:\n  %s", o.configSource(), joinErrors(errs))
 	}
 	s.Warnings = warnings
 	return s, nil
+}
+
+// checkVirtualNodes checks what the virtual nodes need from the rest of
+// the settings: an API server, and kubelet API ports of their own.
+func checkVirtualNodes(s *Settings, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	vn := s.VirtualNodes
+	if s.KubeconfigPath == "" && vn.Kubeconfig == "" {
+		errs = append(errs, field.Required(p, "virtual nodes need an API server: set --kubeconfig or kubeconfig in the file"))
+	}
+	if vn.RunsRealNode() {
+		for _, n := range vn.Nodes {
+			if n.Port == s.Config.Port || (s.Config.ReadOnlyPort != 0 && n.Port == s.Config.ReadOnlyPort) {
+				errs = append(errs, field.Invalid(p, n.Port, fmt.Sprintf("virtual node %s: port %d is the real node's", n.Name, n.Port)))
+			}
+			if n.Name == s.NodeName {
+				errs = append(errs, field.Invalid(p, n.Name, "a virtual node cannot have the real node's name"))
+			}
+		}
+	}
+	return errs
 }
 
 func (o *Options) configSource() string {

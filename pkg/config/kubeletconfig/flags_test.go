@@ -383,3 +383,37 @@ rotateCertificates: false
 		t.Errorf("cipher suites with TLS 1.3: %v", err)
 	}
 }
+
+func TestVirtualNodesConfig(t *testing.T) {
+	vn := writeFile(t, "vn.yaml", `apiVersion: gokubelet.io/v1alpha1
+kind: VirtualNodes
+realNode: false
+nodes:
+- {name: vk-a, provider: mock, port: 10260}
+`)
+	s, err := settingsFor(t, "--virtual-nodes-config", vn, "--kubeconfig", "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.VirtualNodes == nil || len(s.VirtualNodes.Nodes) != 1 || s.RunsRealNode() || s.VirtualNodesConfigFile != vn {
+		t.Fatalf("settings = %+v", s)
+	}
+	// Virtual nodes need an API server.
+	if _, err := settingsFor(t, "--virtual-nodes-config", vn); err == nil || !strings.Contains(err.Error(), "virtual nodes need an API server") {
+		t.Errorf("no kubeconfig: %v", err)
+	}
+	// Beside the real node, a virtual node's port and name must be its own.
+	clash := writeFile(t, "clash.yaml", `apiVersion: gokubelet.io/v1alpha1
+kind: VirtualNodes
+nodes:
+- {name: node-a.example.com, provider: mock, port: 10250}
+`)
+	_, err = settingsFor(t, "--virtual-nodes-config", clash, "--kubeconfig", "/k")
+	if err == nil || !strings.Contains(err.Error(), "port 10250 is the real node's") || !strings.Contains(err.Error(), "real node's name") {
+		t.Errorf("clash: %v", err)
+	}
+	bad := writeFile(t, "bad.yaml", "apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nnodes: [{name: x}]\n")
+	if _, err := settingsFor(t, "--virtual-nodes-config", bad, "--kubeconfig", "/k"); err == nil || !strings.Contains(err.Error(), "--virtual-nodes-config") {
+		t.Errorf("invalid file: %v", err)
+	}
+}

@@ -163,6 +163,7 @@ func Validate(cfg *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	if cfg.MemoryThrottlingFactor != nil && (*cfg.MemoryThrottlingFactor <= 0 || *cfg.MemoryThrottlingFactor > 1) {
 		errs = append(errs, field.Invalid(p("memoryThrottlingFactor"), *cfg.MemoryThrottlingFactor, "must be greater than 0 and at most 1.0"))
 	}
+	errs = append(errs, validateEnforceNodeAllocatable(p("enforceNodeAllocatable"), cfg)...)
 	errs = append(errs, validateReserved(p("kubeReserved"), cfg.KubeReserved)...)
 	errs = append(errs, validateReserved(p("systemReserved"), cfg.SystemReserved)...)
 	if cfg.TopologyManagerPolicy != "" {
@@ -450,4 +451,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// validateEnforceNodeAllocatable checks enforceNodeAllocatable as upstream:
+// known values, "none" alone, a reserved cgroup named for each reservation
+// enforced, and the pods hierarchy (cgroupsPerQOS) for "pods".
+func validateEnforceNodeAllocatable(fp *field.Path, cfg *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	allowed := []string{"pods", "kube-reserved", "system-reserved", "kube-reserved-compressible", "system-reserved-compressible", "none"}
+	for i, v := range cfg.EnforceNodeAllocatable {
+		switch {
+		case !contains(allowed, v):
+			errs = append(errs, field.NotSupported(fp.Index(i), v, allowed))
+		case v == "none" && len(cfg.EnforceNodeAllocatable) > 1:
+			errs = append(errs, field.Invalid(fp.Index(i), v, "'none' cannot be combined with other values"))
+		case (v == "kube-reserved" || v == "kube-reserved-compressible") && cfg.KubeReservedCgroup == "":
+			errs = append(errs, field.Required(field.NewPath("kubeReservedCgroup"), "required when enforceNodeAllocatable has "+v))
+		case (v == "system-reserved" || v == "system-reserved-compressible") && cfg.SystemReservedCgroup == "":
+			errs = append(errs, field.Required(field.NewPath("systemReservedCgroup"), "required when enforceNodeAllocatable has "+v))
+		case v == "pods" && cfg.CgroupsPerQOS != nil && !*cfg.CgroupsPerQOS:
+			errs = append(errs, field.Invalid(fp.Index(i), v, "enforcing node allocatable on pods requires cgroupsPerQOS"))
+		}
+	}
+	return errs
 }

@@ -37,15 +37,22 @@ var ImplementedFields = []string{
 	// Runtime and images.
 	"containerRuntimeEndpoint", "imageServiceEndpoint", "runtimeRequestTimeout",
 	"serializeImagePulls", "maxParallelImagePulls",
-	// Pods and resources.
-	"maxPods", "cgroupDriver", "cgroupRoot",
-	"kubeReserved", "systemReserved", "evictionHard", "mergeDefaultEvictionSettings", "failSwapOn",
+	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
+	// Pods and resources (pkg/runtime/cgroups, pkg/node/eviction,
+	// pkg/runtime/gc, pkg/runtime/logrotate, pkg/node/shutdown).
+	"maxPods", "podPidsLimit", "cgroupDriver", "cgroupsPerQOS", "cgroupRoot",
+	"cpuCFSQuota", "cpuCFSQuotaPeriod",
+	"kubeReserved", "systemReserved", "kubeReservedCgroup", "systemReservedCgroup", "enforceNodeAllocatable",
+	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim",
+	"evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod", "mergeDefaultEvictionSettings",
+	"localStorageCapacityIsolation", "imageMinimumGCAge", "imageMaximumGCAge",
+	"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "failSwapOn",
 	// Networking and DNS.
 	"clusterDNS", "clusterDomain", "resolvConf",
 	// Pod security.
 	"allowedUnsafeSysctls", "seccompDefault",
 	// Logs.
-	"podLogsDir", "logging",
+	"podLogsDir", "containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval", "logging",
 	// Stats.
 	"volumeStatsAggPeriod",
 	// Feature gates (see FeatureGateWarnings for the gates acted on).

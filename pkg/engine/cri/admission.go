@@ -63,6 +63,7 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	if _, running := e.workers.Get(p.UID); running {
 		// Already running (e.g. adopted after a restart): keep it.
 		e.admission.set(p.UID, true)
+		e.admitted(ctx, p)
 		return true
 	}
 	if st, ok := e.core.Status().GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
@@ -74,10 +75,15 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	node := e.core.Node()
 	res := admission.Security(p, node, e.security.Sysctls, e.security.AppArmorError)
 	if res.Admit {
-		res = admission.Admit(p, node, e.activePods(p.UID))
+		if ok, reason, msg := e.runAdmitHandlers(ctx, p); !ok {
+			res = admission.Result{Reason: reason, Message: msg}
+		} else {
+			res = admission.Admit(p, node, e.activePods(p.UID))
+		}
 	}
 	e.admission.set(p.UID, res.Admit)
 	if res.Admit {
+		e.admitted(ctx, p)
 		return true
 	}
 	klog.FromContext(ctx).Info("Pod rejected by admission", "pod", klog.KObj(p), "reason", res.Reason, "message", res.Message)
@@ -113,4 +119,14 @@ func sortByCreation(pods []*v1.Pod) []*v1.Pod {
 	out := append([]*v1.Pod(nil), pods...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp) })
 	return out
+}
+
+// admitted records an admitted pod's resources as its allocation.
+func (e *Engine) admitted(ctx context.Context, p *v1.Pod) {
+	if e.allocation == nil {
+		return
+	}
+	if err := e.allocation.Admitted(p); err != nil {
+		klog.FromContext(ctx).Error(err, "Recording a pod's allocation failed", "pod", klog.KObj(p))
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -26,6 +27,9 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 		return false, 0, err
 	}
 	e.probes.UpdatePod(pod, rs)
+	// The runtime runs the pod with its allocated resources (an in-place
+	// resize waits until it is allocated).
+	run := e.allocatedPod(ctx, pod)
 	st := e.computeStatus(pod, rs, podstatus.Options{})
 	if reason, msg, ok := e.activeDeadlineExceeded(pod, st); ok {
 		e.core.Recorder().Event(pod, v1.EventTypeNormal, reason, msg)
@@ -40,8 +44,12 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 	if wait, retry := e.prepareVolumes(ctx, pod, rs); wait {
 		return false, e.deadlineRetry(pod, retry), nil
 	}
-	res := e.runtime.SyncPod(ctx, pod, rs)
+	if err := e.ensurePodCgroup(ctx, run); err != nil {
+		return false, 0, err
+	}
+	res := e.runtime.SyncPod(ctx, run, rs)
 	countStarts(pod, res)
+	e.noteResizeSteps(pod.UID, res)
 	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
 	e.reasons.update(pod.UID, res.WaitingReasons())
 	if res.Changed() {
@@ -137,7 +145,9 @@ func (e *Engine) computeStatus(pod *v1.Pod, rs *container.PodStatus, opts podsta
 	}
 	opts.RuntimeType = e.runtime.Type()
 	opts.HostIPs = e.hostIPs
-	return podstatus.Compute(pod, rs, e.reasons.get(pod.UID), prev, opts)
+	st := podstatus.Compute(pod, rs, e.reasons.get(pod.UID), prev, opts)
+	e.resizeStatus(pod, rs, &st, metav1.NewTime(opts.Now))
+	return st
 }
 
 // activeDeadlineExceeded reports whether the pod ran past

@@ -143,26 +143,17 @@ func (e *Engine) housekeeping(ctx context.Context) {
 	e.core.Status().RemoveOrphans(e.core.Pods().Has)
 	e.observer.Prune(e.core.Pods().Has)
 	e.admission.forget(e.core.Pods().Has)
+	if e.housekeepingRuns%resizeRetryEvery == 0 {
+		e.forgetResizes(func(uid types.UID) bool {
+			_, working := e.workers.Get(uid)
+			return working || e.core.Pods().Has(uid)
+		})
+		e.retryPendingResizes(ctx)
+	}
 	e.volumeHousekeeping(ctx)
 	e.housekeepingRuns++
 	if e.housekeepingRuns%cgroupCleanupEvery == 0 {
 		e.cleanupPodCgroups(ctx)
-	}
-}
-
-// cleanupPodCgroups removes the empty cgroups of pods that are gone: not
-// desired, not in the runtime, no worker.
-func (e *Engine) cleanupPodCgroups(ctx context.Context) {
-	inRuntime := map[types.UID]bool{}
-	for _, s := range e.pleg.Pods() {
-		inRuntime[s.UID] = true
-	}
-	n := e.runtime.CleanupPodCgroups(func(uid types.UID) bool {
-		_, working := e.workers.Get(uid)
-		return inRuntime[uid] || working || e.core.Pods().Has(uid)
-	})
-	if n > 0 {
-		logger(ctx).V(2).Info("Removed cgroups of departed pods", "count", n)
 	}
 }
 

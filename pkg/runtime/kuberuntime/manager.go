@@ -67,6 +67,9 @@ type Options struct {
 	// the kubepods hierarchy hangs from (default /).
 	CgroupDriver string
 	CgroupRoot   string
+	// CgroupParent, when set, names each pod's cgroup parent (the cgroup
+	// manager's PodParent); else CgroupParent of the driver and root.
+	CgroupParent func(*v1.Pod) string
 
 	// ResolvConf is the host resolver file pods inherit (DNSPolicy Default,
 	// and ClusterFirst without cluster DNS); "" means none: such pods get
@@ -98,6 +101,12 @@ type Options struct {
 	// ContainerMounts). Without it, a container with volumeMounts waits
 	// with CreateContainerConfigError.
 	Mounts container.MountsFunc
+
+	// Actuated records what each container was last given; with it,
+	// SyncPod resizes running containers whose allocation changed (see
+	// resize.go). PodCgroup applies a pod's (new) limits to its cgroup.
+	Actuated  ActuatedResources
+	PodCgroup func(*v1.Pod) error
 
 	// Liveness, when set, tells SyncPod which running containers failed
 	// their liveness or startup probe: they are killed and restarted by the
