@@ -259,7 +259,12 @@ func TestKubectlExec(t *testing.T) {
 		defer master.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), framework.WaitLimit)
 		defer cancel()
-		cmd := kubectlCmd(ctx, nil, ns, "exec", "-it", "shell", "--", "sh", "-c", "tty; stty size; exit 4")
+		// kubectl sends the window size once the streams are up, and the
+		// runtime applies it to the container's terminal asynchronously:
+		// the command may start before it lands (busybox's stty then fails
+		// on rows 0). The script waits, boundedly, for the size to be set.
+		script := `tty; i=0; while [ $i -lt 100 ]; do s=$(stty size 2>/dev/null) && [ "$s" != "0 0" ] && break; i=$((i+1)); sleep 0.1; done; echo "size $s"; exit 4`
+		cmd := kubectlCmd(ctx, nil, ns, "exec", "-it", "shell", "--", "sh", "-c", script)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -280,7 +285,7 @@ func TestKubectlExec(t *testing.T) {
 			<-done
 		}
 		got := strings.ReplaceAll(out.String(), "\r", "")
-		if !strings.Contains(got, "/dev/pts/") || !strings.Contains(got, "40 100\n") {
+		if !strings.Contains(got, "/dev/pts/") || !strings.Contains(got, "size 40 100\n") {
 			t.Errorf("exec -it output: %q", got)
 		}
 	})
