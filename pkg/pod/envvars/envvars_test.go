@@ -135,12 +135,29 @@ func TestServiceEnv(t *testing.T) {
 			}
 		}
 	}
-	// A Service named kubernetes in the pod's namespace does not replace
-	// the master service.
-	shadow := append(services, svc("app", "kubernetes", "10.96.9.9", v1.ServicePort{Port: 1}))
-	for _, e := range ServiceEnv(shadow, "app", true) {
-		if e.Name == "KUBERNETES_SERVICE_HOST" && e.Value != "10.96.0.1" {
-			t.Errorf("master service shadowed: %s", e.Value)
+	// A Service named kubernetes in the pod's namespace replaces the
+	// master service's variables, whatever the list order, as upstream
+	// (envvars had the master win; the virtual engine had the namespace's).
+	// Without service links the master service's stay.
+	own := svc("app", "kubernetes", "10.96.9.9", v1.ServicePort{Port: 1})
+	for _, tc := range []struct {
+		name  string
+		list  []*v1.Service
+		links bool
+		want  string
+	}{
+		{"namespace's after the master", append(append([]*v1.Service{}, services...), own), true, "10.96.9.9"},
+		{"namespace's before the master", append([]*v1.Service{own}, services...), true, "10.96.9.9"},
+		{"no service links", append([]*v1.Service{own}, services...), false, "10.96.0.1"},
+	} {
+		got := ""
+		for _, e := range ServiceEnv(tc.list, "app", tc.links) {
+			if e.Name == "KUBERNETES_SERVICE_HOST" {
+				got = e.Value
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: KUBERNETES_SERVICE_HOST = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	// Stable order.
