@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/pkg/errdefs"
@@ -415,5 +416,54 @@ func TestFetch(t *testing.T) {
 	}
 	if _, err := Fetch(context.Background(), nil, testPod(), c); err == nil || !strings.Contains(err.Error(), "no API server") {
 		t.Errorf("without objects: %v", err)
+	}
+	if _, err := Fetch(context.Background(), nil, testPod(), &v1.Container{Env: []v1.EnvVar{{Name: "x", Value: "y"}}}); err != nil {
+		t.Errorf("a container without references needs no objects: %v", err)
+	}
+}
+
+// Fetch over a whole pod reads each object once, and takes an errdefs
+// NotFound (a provider.ObjectGetter's) as absent like an API NotFound.
+func TestFetchPod(t *testing.T) {
+	objs := &classifiedObjects{fakeObjects: fakeObjects{cms: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{"k": "v"}}}}}
+	a := &v1.Container{Env: []v1.EnvVar{{Name: "A", ValueFrom: cmRef("cfg", "k", false)}}}
+	b := &v1.Container{EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}},
+		Env: []v1.EnvVar{{Name: "B", ValueFrom: secretRef("gone", "k", true)}}}
+	src, err := Fetch(context.Background(), objs, testPod(), a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"cm:ns1/cfg", "secret:ns1/gone"}; !reflect.DeepEqual(objs.gets, want) {
+		t.Errorf("reads %v, want %v", objs.gets, want)
+	}
+	if _, known := src.Secrets["gone"]; !known || src.Secrets["gone"] != nil {
+		t.Errorf("an errdefs NotFound must be recorded absent: %+v", src)
+	}
+}
+
+// classifiedObjects answers NotFound as provider.ObjectGetter does
+// (errdefs, without an API status).
+type classifiedObjects struct{ fakeObjects }
+
+func (c *classifiedObjects) GetSecret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	s, err := c.fakeObjects.GetSecret(ctx, ns, name)
+	if err != nil {
+		return nil, errdefs.NotFound(errors.New("no such secret"))
+	}
+	return s, nil
+}
+
+func TestClientObjectsClassify(t *testing.T) {
+	client := fake.NewSimpleClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "cfg"}})
+	objs := ClientObjects{Client: client}
+	if cm, err := objs.GetConfigMap(context.Background(), "ns1", "cfg"); err != nil || cm.Name != "cfg" {
+		t.Fatalf("GetConfigMap = %v, %v", cm, err)
+	}
+	_, err := objs.GetSecret(context.Background(), "ns1", "nope")
+	if !errdefs.IsNotFound(err) || !apierrors.IsNotFound(err) {
+		t.Errorf("a missing Secret must be NotFound for errdefs and apierrors both: %v", err)
+	}
+	if _, err := objs.GetConfigMap(context.Background(), "ns1", "nope"); !errdefs.IsNotFound(err) {
+		t.Errorf("a missing ConfigMap: %v", err)
 	}
 }
