@@ -25,6 +25,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/pod/envvars"
 	"github.com/gokubelet/kubelet/pkg/provider"
 	"github.com/gokubelet/kubelet/pkg/providers/kubernetes"
 	"github.com/gokubelet/kubelet/pkg/providers/mock"
@@ -178,12 +179,7 @@ func (v *virtualNodes) Start(ctx context.Context) error {
 	log.Info("Virtual nodes running", "nodes", len(v.cfg.Nodes), "config", v.path, "instance", v.instance())
 	virtualnodes.Watch(ctx, v.path, v.watchInterval, v.content, func(c *virtualnodes.Config) { v.reconcile(ctx, c) })
 	// Stopping: every node stops, nothing is drained or deleted.
-	v.mu.Lock()
-	nodes := make([]*virtualNode, 0, len(v.running))
-	for _, n := range v.running {
-		nodes = append(nodes, n)
-	}
-	v.mu.Unlock()
+	nodes := v.runningNodes()
 	for _, n := range nodes {
 		n.cancel()
 	}
@@ -298,7 +294,7 @@ func (v *virtualNodes) run(ctx context.Context, n *virtualNode) error {
 		Config:    def.ProviderConfig,
 		ConfigDir: filepath.Dir(v.path),
 		Client:    sc.clients.Kube,
-		Objects:   virtual.ClientObjects{Client: sc.clients.Kube},
+		Objects:   envvars.ClientObjects{Client: sc.clients.Kube},
 	})
 	if err != nil {
 		stopProvider()
@@ -576,15 +572,22 @@ func (v *virtualNodes) Streams(name string) *virtual.Streams {
 	return n.engine.Streams()
 }
 
-// Pods are every virtual node's pods with their status (/pods on a
-// process without a real node).
-func (v *virtualNodes) Pods() []*v1.Pod {
+// runningNodes is a snapshot of the running nodes (each node's parts are
+// read under its own lock).
+func (v *virtualNodes) runningNodes() []*virtualNode {
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	nodes := make([]*virtualNode, 0, len(v.running))
 	for _, n := range v.running {
 		nodes = append(nodes, n)
 	}
-	v.mu.Unlock()
+	return nodes
+}
+
+// Pods are every virtual node's pods with their status (/pods on a
+// process without a real node).
+func (v *virtualNodes) Pods() []*v1.Pod {
+	nodes := v.runningNodes()
 	var out []*v1.Pod
 	for _, n := range nodes {
 		n.mu.Lock()
@@ -599,12 +602,7 @@ func (v *virtualNodes) Pods() []*v1.Pod {
 
 // RunningPods are what the providers run (/runningpods/).
 func (v *virtualNodes) RunningPods(ctx context.Context) ([]*v1.Pod, error) {
-	v.mu.Lock()
-	nodes := make([]*virtualNode, 0, len(v.running))
-	for _, n := range v.running {
-		nodes = append(nodes, n)
-	}
-	v.mu.Unlock()
+	nodes := v.runningNodes()
 	var out []*v1.Pod
 	for _, n := range nodes {
 		n.mu.Lock()
