@@ -19,6 +19,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 	"github.com/gokubelet/kubelet/pkg/engine/cri"
+	"github.com/gokubelet/kubelet/pkg/engine/virtual/nodeset"
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
@@ -263,12 +264,12 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 
 	// Virtual nodes beside the real one (virtual.go).
 	checks := eng.HealthChecks()
-	var vn *virtualNodes
+	var vn *nodeset.Set
 	if s.VirtualNodes != nil {
-		if vn, err = newVirtualNodes(s, hostIPs); err != nil {
+		if vn, err = nodeset.New(s, hostIPs, Version); err != nil {
 			return err
 		}
-		checks = append(checks, server.HealthCheck{Name: "virtual-nodes", Check: vn.healthCheck})
+		checks = append(checks, server.HealthCheck{Name: "virtual-nodes", Check: vn.HealthCheck})
 	}
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.

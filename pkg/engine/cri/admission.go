@@ -78,7 +78,7 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 		if ok, reason, msg := e.runAdmitHandlers(ctx, p); !ok {
 			res = admission.Result{Reason: reason, Message: msg}
 		} else {
-			res = admission.Admit(p, node, e.activePods(p.UID))
+			res = admission.Admit(p, node, e.allocatedPods(e.activePods(p.UID)))
 		}
 	}
 	e.admission.set(p.UID, res.Admit)
@@ -110,6 +110,20 @@ func (e *Engine) activePods(except types.UID) []*v1.Pod {
 			continue
 		}
 		out = append(out, p)
+	}
+	return out
+}
+
+// allocatedPods are pods as their resources were allocated: a resize not
+// allocated yet takes nothing from the node (as upstream's admission
+// counts allocated resources).
+func (e *Engine) allocatedPods(pods []*v1.Pod) []*v1.Pod {
+	if e.allocation == nil {
+		return pods
+	}
+	out := make([]*v1.Pod, len(pods))
+	for i, p := range pods {
+		out[i] = e.allocation.Allocated(p)
 	}
 	return out
 }

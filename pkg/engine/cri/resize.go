@@ -47,11 +47,7 @@ func (e *Engine) allocatedPod(ctx context.Context, pod *v1.Pod) *v1.Pod {
 	allocated := e.allocation.Allocated(pod)
 	var d allocation.Decision
 	if allocated != pod {
-		var others []*v1.Pod
-		for _, p := range e.activePods(pod.UID) {
-			others = append(others, e.allocation.Allocated(p))
-		}
-		d = allocation.Decide(pod, allocated, others, e.core.Node())
+		d = allocation.Decide(pod, allocated, e.allocatedPods(e.activePods(pod.UID)), e.core.Node())
 	}
 	e.resizes.mu.Lock()
 	defer e.resizes.mu.Unlock()

@@ -121,8 +121,10 @@ func TestResolveEnv(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, env[k], want)
 		}
 	}
-	if _, ok := env["CFG_bad key"]; ok {
-		t.Error("an invalid variable name from envFrom was passed on")
+	// Keys that are not C identifiers pass, as upstream v1.34 (this
+	// engine used to drop them).
+	if env["CFG_bad key"] != "x" {
+		t.Errorf("CFG_bad key = %q: envFrom keys are used as they are", env["CFG_bad key"])
 	}
 	if _, ok := env["HEADLESS_SERVICE_HOST"]; ok {
 		t.Error("a headless service got variables")
@@ -134,6 +136,61 @@ func TestResolveEnv(t *testing.T) {
 	}
 	if got := strings.Join(c.Command, " "); got != "run --mode=fast --literal=$(MODE)" {
 		t.Errorf("command = %q", got)
+	}
+	if env["POD_IP"] != "" {
+		t.Errorf("POD_IP = %q before the provider placed the pod", env["POD_IP"])
+	}
+}
+
+// Each ConfigMap and Secret is read once per pod, however many containers
+// refer to it.
+func TestResolveEnvReadsOncePerPod(t *testing.T) {
+	r, objs := resolverFixture()
+	pod := envPod()
+	side := pod.Spec.Containers[0]
+	side.Name = "side"
+	pod.Spec.Containers = append(pod.Spec.Containers, side)
+	pod.Spec.InitContainers = []v1.Container{{Name: "init", Env: pod.Spec.Containers[0].Env[:2]}}
+	out, err := r.resolve(context.Background(), pod, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs.gets != 2 {
+		t.Errorf("%d reads, want 2 (cfg and creds, once each)", objs.gets)
+	}
+	if env := envOf(out.Spec.InitContainers[0]); env["MODE"] != "fast" || env["PASSWORD"] != "s3cret" {
+		t.Errorf("init container env = %v", env)
+	}
+	if env := envOf(out.Spec.Containers[1]); env["CFG_LEVEL"] != "3" {
+		t.Errorf("second container env = %v", env)
+	}
+}
+
+// status.podIP(s) are the pod's status as last seen: the provider's IPs
+// once it placed the pod (this engine gave status.podIP for podIPs too).
+func TestResolveEnvPodIPs(t *testing.T) {
+	r, _ := resolverFixture()
+	pod := envPod()
+	pod.Spec.Containers[0].Env = []v1.EnvVar{
+		{Name: "IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "IPS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIPs"}}},
+	}
+	pod.Status.PodIP = "10.0.0.7"
+	pod.Status.PodIPs = []v1.PodIP{{IP: "10.0.0.7"}, {IP: "fd00::7"}}
+	out, err := r.resolve(context.Background(), pod, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := envOf(out.Spec.Containers[0]); env["IP"] != "10.0.0.7" || env["IPS"] != "10.0.0.7,fd00::7" {
+		t.Errorf("env = %v", env)
+	}
+	pod.Status.PodIPs = nil // only the singular field set
+	out, err = r.resolve(context.Background(), pod, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := envOf(out.Spec.Containers[0]); env["IP"] != "10.0.0.7" || env["IPS"] != "10.0.0.7" {
+		t.Errorf("env = %v", env)
 	}
 }
 
@@ -195,6 +252,32 @@ func TestResolveEnvErrors(t *testing.T) {
 	if _, err := r.resolve(context.Background(), badKey, false); !errors.As(err, &ce) || !strings.Contains(err.Error(), "couldn't find key NOPE") {
 		t.Errorf("missing key: %v", err)
 	}
+	for _, tc := range []struct {
+		name string
+		env  v1.EnvVar
+		want string
+	}{
+		// Not an env field upstream: the pod fails (Invalid), not waits.
+		{"field", v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.phase"}}}, "unsupported fieldPath"},
+		{"label key", v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "metadata.labels['bad key!']"}}}, "invalid key subscript"},
+		{"resource", v1.EnvVar{Name: "X", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.nvidia.com/gpu"}}}, "unsupported container resource"},
+	} {
+		for _, keep := range []bool{false, true} {
+			bad := envPod()
+			bad.Spec.Containers[0].Env = []v1.EnvVar{tc.env}
+			_, err := r.resolve(context.Background(), bad, keep)
+			if err == nil || !errdefs.IsInvalid(err) || errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s (keepRefs %v): %v, want an Invalid error naming %q", tc.name, keep, err, tc.want)
+			}
+		}
+	}
+	noHost := envPod()
+	r.hostIPs = nil
+	if _, err := r.resolve(context.Background(), noHost, true); !errdefs.IsInvalid(err) || !strings.Contains(err.Error(), "status.hostIP") {
+		t.Errorf("status.hostIP without node IPs: %v", err)
+	}
+	r, _ = resolverFixture()
+
 	noLinks := envPod()
 	f := false
 	noLinks.Spec.EnableServiceLinks = &f
@@ -208,21 +291,27 @@ func TestResolveEnvErrors(t *testing.T) {
 	}
 }
 
-func TestExpand(t *testing.T) {
-	vars := map[string]string{"A": "1", "B": "two"}
-	for in, want := range map[string]string{
-		"":               "",
-		"plain":          "plain",
-		"$(A)-$(B)":      "1-two",
-		"$$(A)":          "$(A)",
-		"$(C)":           "$(C)",
-		"$(A":            "$(A",
-		"cost $5":        "cost $5",
-		"end$":           "end$",
-		"$(A)$(A)$$$(B)": "11$two",
-	} {
-		if got := expand(in, vars); got != want {
-			t.Errorf("expand(%q) = %q, want %q", in, got, want)
-		}
+// A Service of the pod's namespace named kubernetes replaces the master
+// service's variables (as upstream, and as this engine did), unless the
+// pod turns service links off.
+func TestResolveEnvServiceShadowing(t *testing.T) {
+	r, _ := resolverFixture()
+	services := r.services.(fakeServices)
+	services["ns"] = append(services["ns"], svc("ns", "kubernetes", "10.96.9.9", v1.ServicePort{Port: 1, Protocol: v1.ProtocolTCP}))
+	out, err := r.resolve(context.Background(), envPod(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := envOf(out.Spec.Containers[0])["KUBERNETES_SERVICE_HOST"]; got != "10.96.9.9" {
+		t.Errorf("KUBERNETES_SERVICE_HOST = %q, want the namespace's service", got)
+	}
+	off := envPod()
+	f := false
+	off.Spec.EnableServiceLinks = &f
+	if out, err = r.resolve(context.Background(), off, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := envOf(out.Spec.Containers[0])["KUBERNETES_SERVICE_HOST"]; got != "10.96.0.1" {
+		t.Errorf("KUBERNETES_SERVICE_HOST = %q without service links, want the master's", got)
 	}
 }

@@ -33,10 +33,14 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
-// Checkpoint file names under the root directory (upstream's).
+// Checkpoint file names under the root directory. They are this
+// kubelet's own: upstream's allocated_pods_state and actuated_pods_state
+// carry a checksum over upstream's in-memory types, and the upstream
+// kubelet refuses to start (panics) on one it cannot verify, so a takeover
+// back to upstream must find its files as it left them (docs/takeover.md).
 const (
-	AllocatedFile = "allocated_pods_state"
-	ActuatedFile  = "actuated_pods_state"
+	AllocatedFile = "gokubelet_allocated_pods.json"
+	ActuatedFile  = "gokubelet_actuated_pods.json"
 )
 
 // Manager keeps allocations and actuations.

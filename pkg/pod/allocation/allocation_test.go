@@ -1,6 +1,7 @@
 package allocation
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,5 +100,43 @@ func TestCompletionMessage(t *testing.T) {
 	want := `Pod resize completed: {"containers":[{"name":"c","resources":{"limits":{"cpu":"1","memory":"1Gi"},"requests":{"cpu":"1","memory":"1Gi"}}}]}`
 	if got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
+
+// Upstream's checkpoints in the same root directory are left as they are:
+// the upstream kubelet panics on a file it cannot verify, so a takeover
+// back to it would fail (TestTakeoverFromUpstreamAndBack caught this).
+func TestCheckpointsLeaveUpstreamFilesAlone(t *testing.T) {
+	dir := t.TempDir()
+	upstream := map[string]string{
+		"allocated_pods_state": `{"data":{},"checksum":1234}`,
+		"actuated_pods_state":  `{"data":{},"checksum":5678}`,
+	}
+	for f, body := range upstream {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := New(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pod("a", "500m", "1Gi")
+	if err := m.Admitted(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetActuated("a", "c", p.Spec.Containers[0].Resources); err != nil {
+		t.Fatal(err)
+	}
+	for f, body := range upstream {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || string(b) != body {
+			t.Errorf("upstream's %s changed: %q, %v", f, b, err)
+		}
+	}
+	for _, f := range []string{AllocatedFile, ActuatedFile} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("our checkpoint %s: %v", f, err)
+		}
 	}
 }

@@ -46,6 +46,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/errdefs"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/provider"
 	"github.com/gokubelet/kubelet/pkg/runnable"
 )
@@ -325,26 +326,17 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *v1.Pod) error {
 	upd.Labels, upd.Annotations = pl.pod.Labels, pl.pod.Annotations
 	upd.Spec.ActiveDeadlineSeconds = pl.pod.Spec.ActiveDeadlineSeconds
 	for i := range upd.Spec.Containers {
-		if c := findContainer(pl.pod.Spec.Containers, upd.Spec.Containers[i].Name); c != nil {
+		if c := podspec.FindIn(pl.pod.Spec.Containers, upd.Spec.Containers[i].Name); c != nil {
 			upd.Spec.Containers[i].Image = c.Image
 		}
 	}
 	for i := range upd.Spec.InitContainers {
-		if c := findContainer(pl.pod.Spec.InitContainers, upd.Spec.InitContainers[i].Name); c != nil {
+		if c := podspec.FindIn(pl.pod.Spec.InitContainers, upd.Spec.InitContainers[i].Name); c != nil {
 			upd.Spec.InitContainers[i].Image = c.Image
 		}
 	}
 	if _, err := p.target.CoreV1().Pods(tp.Namespace).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("updating target pod %s/%s: %w", tp.Namespace, tp.Name, errdefs.FromAPI(err))
-	}
-	return nil
-}
-
-func findContainer(list []v1.Container, name string) *v1.Container {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
 	}
 	return nil
 }

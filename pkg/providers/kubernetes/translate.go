@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gokubelet/kubelet/pkg/errdefs"
+	"github.com/gokubelet/kubelet/pkg/pod/fieldpath"
 )
 
 // Labels and annotations on every object the provider makes in the target
@@ -266,7 +266,8 @@ func toTarget(pod *v1.Pod, node, ns string) (*plan, error) {
 
 // downwardSources turns downward API items into projected sources: the
 // fieldRef items (the origin pod's name, namespace, UID, labels and
-// annotations, which differ in the target) become a copy of their values;
+// annotations, which differ in the target) become a copy of their values
+// (fieldpath.PodField, as a downwardAPI volume on a CRI node shows them);
 // resourceFieldRef items stay (the target resolves the same limits).
 func downwardSources(pod *v1.Pod, volName string, items []v1.DownwardAPIVolumeFile, add func(objectCopy) string) ([]v1.VolumeProjection, error) {
 	data := map[string]string{}
@@ -277,7 +278,7 @@ func downwardSources(pod *v1.Pod, volName string, items []v1.DownwardAPIVolumeFi
 			keep = append(keep, it)
 			continue
 		}
-		v, err := fieldValue(pod, it.FieldRef.FieldPath)
+		v, err := fieldpath.PodField(pod, it.FieldRef.FieldPath)
 		if err != nil {
 			return nil, errdefs.Invalid(fmt.Errorf("pod %s/%s: volume %q: %w", pod.Namespace, pod.Name, volName, err))
 		}
@@ -294,39 +295,6 @@ func downwardSources(pod *v1.Pod, volName string, items []v1.DownwardAPIVolumeFi
 		out = append(out, v1.VolumeProjection{DownwardAPI: &v1.DownwardAPIProjection{Items: keep}})
 	}
 	return out, nil
-}
-
-func fieldValue(pod *v1.Pod, path string) (string, error) {
-	format := func(m map[string]string) string {
-		var lines []string
-		for k, v := range m {
-			lines = append(lines, fmt.Sprintf("%s=%q", k, v))
-		}
-		sort.Strings(lines)
-		return strings.Join(lines, "\n")
-	}
-	switch path {
-	case "metadata.name":
-		return pod.Name, nil
-	case "metadata.namespace":
-		return pod.Namespace, nil
-	case "metadata.uid":
-		return string(pod.UID), nil
-	case "metadata.labels":
-		return format(pod.Labels), nil
-	case "metadata.annotations":
-		return format(pod.Annotations), nil
-	}
-	for _, f := range []string{"metadata.labels", "metadata.annotations"} {
-		if strings.HasPrefix(path, f+"['") && strings.HasSuffix(path, "']") {
-			key := strings.TrimSuffix(strings.TrimPrefix(path, f+"['"), "']")
-			if f == "metadata.labels" {
-				return pod.Labels[key], nil
-			}
-			return pod.Annotations[key], nil
-		}
-	}
-	return "", fmt.Errorf("downward API field %q is not supported in volumes", path)
 }
 
 // fromTarget is the origin's view of a target pod: the origin's namespace,

@@ -229,3 +229,41 @@ func TestCopyName(t *testing.T) {
 		t.Error("copies of different pods or kinds collide")
 	}
 }
+
+// The origin values of a downward API volume's fieldRef items are what a
+// downwardAPI volume on a CRI node shows (fieldpath.PodField).
+func TestDownwardSourcesValues(t *testing.T) {
+	pod := originPod()
+	pod.Labels = map[string]string{"a": "1", "a.b": "2", "a-b": "3"}
+	for _, tc := range []struct {
+		path, want string
+		err        bool
+	}{
+		{path: "metadata.name", want: "web-1"},
+		{path: "metadata.uid", want: "uid-1"},
+		{path: "metadata.labels['a.b']", want: "2"},
+		// Keys sorted, not whole lines (this provider sorted lines, which
+		// put "a-b" and "a.b" before "a"); upstream's FormatMap sorts keys.
+		{path: "metadata.labels", want: "a=\"1\"\na-b=\"3\"\na.b=\"2\""},
+		// An invalid key is an error, as upstream (this provider gave "").
+		{path: "metadata.labels['bad key!']", err: true},
+		{path: "spec.nodeName", err: true},
+	} {
+		var copies []objectCopy
+		add := func(c objectCopy) string { copies = append(copies, c); return c.target }
+		items := []v1.DownwardAPIVolumeFile{{Path: "f", FieldRef: &v1.ObjectFieldSelector{FieldPath: tc.path}}}
+		srcs, err := downwardSources(pod, "info", items, add)
+		if tc.err {
+			if !errdefs.IsInvalid(err) {
+				t.Errorf("%s: err = %v, want Invalid", tc.path, err)
+			}
+			continue
+		}
+		if err != nil || len(copies) != 1 || len(srcs) != 1 {
+			t.Fatalf("%s: %v %v %v", tc.path, srcs, copies, err)
+		}
+		if got := copies[0].data[srcs[0].ConfigMap.Items[0].Key]; got != tc.want {
+			t.Errorf("%s = %q, want %q", tc.path, got, tc.want)
+		}
+	}
+}

@@ -42,6 +42,7 @@ import (
 	utilexec "k8s.io/utils/exec"
 
 	"github.com/gokubelet/kubelet/pkg/errdefs"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/provider"
 )
 
@@ -346,21 +347,12 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *v1.Pod) error {
 	cp.Labels, cp.Annotations = pod.Labels, pod.Annotations
 	cp.Spec = *pod.Spec.DeepCopy()
 	for i := range cp.Status.ContainerStatuses {
-		if c := findContainer(cp.Spec.Containers, cp.Status.ContainerStatuses[i].Name); c != nil {
+		if c := podspec.FindIn(cp.Spec.Containers, cp.Status.ContainerStatuses[i].Name); c != nil {
 			cp.Status.ContainerStatuses[i].Image = c.Image
 		}
 	}
 	e.pod = cp
 	p.emitLocked(cp)
-	return nil
-}
-
-func findContainer(list []v1.Container, name string) *v1.Container {
-	for i := range list {
-		if list[i].Name == name {
-			return &list[i]
-		}
-	}
 	return nil
 }
 
@@ -478,7 +470,7 @@ func (p *Provider) running(namespace, name, container string) (*v1.Pod, error) {
 	if !ok {
 		return nil, provider.NotFound(namespace, name)
 	}
-	if container != "" && findContainer(e.pod.Spec.Containers, container) == nil && findContainer(e.pod.Spec.InitContainers, container) == nil {
+	if container != "" && podspec.FindIn(e.pod.Spec.Containers, container) == nil && podspec.FindIn(e.pod.Spec.InitContainers, container) == nil {
 		return nil, errdefs.NotFound(fmt.Errorf("container %q not found in pod %s/%s", container, namespace, name))
 	}
 	return e.pod.DeepCopy(), nil

@@ -1,4 +1,4 @@
-package kubelet
+package nodeset
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 	})
 	s := &kubeletconfig.Settings{Config: kubeletconfig.NewDefaultConfig(), KubeconfigPath: "/unused",
 		VirtualNodesConfigFile: path, VirtualNodes: cfg}
-	v, err := newVirtualNodes(s, []string{"192.0.2.1"})
+	v, err := New(s, []string{"192.0.2.1"}, "v0.0.0-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 	if v.Streams("vn-b") != nil {
 		t.Error("a removed node still has streams")
 	}
-	if err := v.healthCheck(); err != nil {
+	if err := v.HealthCheck(); err != nil {
 		t.Errorf("health: %v", err)
 	}
 }
@@ -169,7 +169,7 @@ func TestVirtualNodesUnknownProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = newVirtualNodes(&kubeletconfig.Settings{Config: kubeletconfig.NewDefaultConfig(), VirtualNodesConfigFile: path, VirtualNodes: cfg}, nil)
+	_, err = New(&kubeletconfig.Settings{Config: kubeletconfig.NewDefaultConfig(), VirtualNodesConfigFile: path, VirtualNodes: cfg}, nil, "v0.0.0-test")
 	if err == nil || !strings.Contains(err.Error(), `unknown provider "nimbus"`) {
 		t.Errorf("err = %v", err)
 	}
