@@ -262,8 +262,9 @@ func TestKubectlExec(t *testing.T) {
 		// kubectl sends the window size once the streams are up, and the
 		// runtime applies it to the container's terminal asynchronously:
 		// the command may start before it lands (busybox's stty then fails
-		// on rows 0). The script waits, boundedly, for the size to be set.
-		script := `tty; i=0; while [ $i -lt 100 ]; do s=$(stty size 2>/dev/null) && [ "$s" != "0 0" ] && break; i=$((i+1)); sleep 0.1; done; echo "size $s"; exit 4`
+		// on rows 0, printing nothing and exiting 0). The script waits,
+		// boundedly, for a size to be set.
+		script := `tty; i=0; while [ $i -lt 100 ]; do s=$(stty size 2>/dev/null); case "$s" in ""|"0 0") ;; *) break ;; esac; i=$((i+1)); sleep 0.1; done; echo "size $s"; exit 4`
 		cmd := kubectlCmd(ctx, nil, ns, "exec", "-it", "shell", "--", "sh", "-c", script)
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 		if err := cmd.Start(); err != nil {
