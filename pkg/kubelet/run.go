@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -28,6 +30,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
 	"github.com/gokubelet/kubelet/pkg/pod/source/file"
 	"github.com/gokubelet/kubelet/pkg/pod/source/url"
+	"github.com/gokubelet/kubelet/pkg/pod/timeline"
 	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
 	"github.com/gokubelet/kubelet/pkg/server"
@@ -47,11 +50,12 @@ var Version = "v1.34.4+gokubelet"
 // stop in reverse):
 //
 //  1. core: the pod status writer and, when joined, the Node's status, its
-//     lease and the mirror pod loop;
+//     lease, the mirror pod loop and the client certificate's rotation;
 //  2. sources: the static pod sources, the API pod source (joined) and the
 //     merger;
-//  3. servers: healthz and the read-only API, bound before anything runs so
-//     a port in use is a clear start-up failure;
+//  3. servers: healthz, the read-only API and the kubelet API (with the
+//     serving certificate's rotation), bound before anything runs so a
+//     port in use is a clear start-up failure;
 //  4. engine: pod workers, PLEG, probers;
 //  5. sync loop;
 //  6. virtual nodes, when --virtual-nodes-config names any (virtual.go;
@@ -85,9 +89,19 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	hostIPs := hostIPs(s, machine)
 
 	// Standalone or joined: the one place where the modes differ.
-	var clients *node.Clients
+	var (
+		clients    *node.Clients
+		clientCert runnable.Runnable
+	)
 	if s.KubeconfigPath != "" {
+		// TLS bootstrap and client certificate rotation (wire_api.go).
+		var rc *rest.Config
+		rc, clientCert, err = clientIdentity(ctx, s)
+		if err != nil {
+			return err
+		}
 		clients, err = node.NewClients(node.ClientConfig{
+			REST:        rc,
 			Kubeconfig:  s.KubeconfigPath,
 			UserAgent:   "kubelet/" + Version + " (" + s.NodeName + ")",
 			ContentType: cfg.ContentType,
@@ -158,6 +172,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return fmt.Errorf("pod resource allocations: %w", err)
 	}
 
+	// The pod startup timeline (wire_stats.go): told about the CRI calls of
+	// pod starts by the runtime, about pods and statuses by the engine.
+	tl := timeline.New(nil)
+
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
@@ -188,6 +206,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		},
 		PodSpec:         podSpec.Deps,
 		PullCredentials: podSpec.Credentials,
+		CRIObserver:     tl,
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
@@ -235,6 +254,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		HostIPs:        hostIPs,
 		Resync:         cfg.SyncFrequency.Duration,
 		Clock:          clock.RealClock{},
+		Observer:       tl,
 	})
 	facts.engine.Store(eng)
 	if err := res.attach(ctx, core, eng, rt); err != nil {
@@ -253,13 +273,29 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	}
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.
-	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, podLister{core, eng})
+	pods := podLister{core, eng}
+	// Stats and metrics (wire_stats.go), on both the read-only port and the
+	// kubelet API.
+	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodParent)
+	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, pods, routes)
 	if err != nil {
 		return err
 	}
+	// The kubelet API (wire_api.go).
+	api, err := newKubeletAPI(ctx, s, apiParts{
+		recorder: core.Recorder(), nodeRef: core.NodeRef(), clients: clients, pods: pods, containers: cri.NewContainers(rt),
+		checks: checks, routes: routes, hostIPs: hostIPs,
+	})
+	if err != nil {
+		closeServers(servers)
+		return err
+	}
+	servers = append(servers, api...)
 
 	var g runnable.Group
-	core.AddTo(g.Stage("core"))
+	coreStage := g.Stage("core")
+	coreStage.Add("client-certificate", clientCert)
+	core.AddTo(coreStage)
 	srcStage := g.Stage("sources")
 	for _, src := range sources {
 		srcStage.Add(src.Name+"-source", src.Runnable)
@@ -325,38 +361,54 @@ type podLister struct {
 }
 
 func (p podLister) Pods() []*v1.Pod { return p.core.PodsWithStatus() }
+func (p podLister) GetPodByName(namespace, name string) (*v1.Pod, bool) {
+	return p.core.Pods().GetByFullName(namespace + "/" + name)
+}
 func (p podLister) RunningPods(ctx context.Context) ([]*v1.Pod, error) {
 	return p.eng.RunningPods(ctx)
 }
 
+// namedServer is a bound server: its runnable, and what releases its
+// port when the kubelet fails before serving.
 type namedServer struct {
-	name string
-	r    runnable.Runnable
+	name  string
+	r     runnable.Runnable
+	close io.Closer
 }
 
-// listen binds the healthz and read-only endpoints that are configured.
-func listen(healthzAddr string, healthzPort int32, addr string, readOnlyPort int32, checks []server.HealthCheck, pods server.PodSource) ([]namedServer, error) {
+// closeServers releases the ports of servers that will not start.
+func closeServers(servers []namedServer) {
+	for _, s := range servers {
+		if s.close != nil {
+			_ = s.close.Close()
+		}
+	}
+}
+
+// listen binds the healthz and read-only endpoints that are configured;
+// the read-only port also serves the routes marked ReadOnly.
+func listen(healthzAddr string, healthzPort int32, addr string, readOnlyPort int32, checks []server.HealthCheck, pods server.PodSource, routes []server.Route) ([]namedServer, error) {
 	var out []namedServer
-	var closers []net.Listener
 	if healthzPort > 0 {
 		l, err := server.Listen(hostPortAddr(healthzAddr, healthzPort))
 		if err != nil {
 			return nil, fmt.Errorf("healthz endpoint: %w", err)
 		}
-		closers = append(closers, l)
 		h := server.HealthzHandler(checks...)
-		out = append(out, namedServer{"healthz", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) })})
+		out = append(out, namedServer{"healthz", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) }), l})
 	}
 	if readOnlyPort > 0 {
-		l, err := server.Listen(hostPortAddr(addr, readOnlyPort))
-		if err != nil {
-			for _, c := range closers {
-				_ = c.Close()
+		h, err := server.ReadOnlyHandler(pods, routes, checks...)
+		if err == nil {
+			var l net.Listener
+			if l, err = server.Listen(hostPortAddr(addr, readOnlyPort)); err == nil {
+				out = append(out, namedServer{"read-only-server", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) }), l})
 			}
+		}
+		if err != nil {
+			closeServers(out)
 			return nil, fmt.Errorf("read-only endpoint: %w", err)
 		}
-		h := server.ReadOnlyHandler(pods, checks...)
-		out = append(out, namedServer{"read-only-server", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) })})
 	}
 	return out, nil
 }

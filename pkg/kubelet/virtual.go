@@ -27,7 +27,7 @@ func runVirtualOnly(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 	checks := []server.HealthCheck{{Name: "virtual-nodes", Check: vn.HealthCheck}}
-	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, vn)
+	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, vn, nil)
 	if err != nil {
 		return err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -111,19 +110,6 @@ func waitNodeGone(t *testing.T, name string) {
 		_, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
-}
-
-func kubectl(t *testing.T, stdin string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("kubectl", append([]string{"--kubeconfig", filepath.Join(clusterDir, "admin.kubeconfig")}, args...)...)
-	if stdin != "" {
-		cmd.Stdin = strings.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
-	}
-	return string(out)
 }
 
 // A Deployment pinned to a virtual node (node selector and the virtual
@@ -235,7 +221,7 @@ func TestVirtualNodes(t *testing.T) {
 		if p := waitNodeReady(t, vkTarget, framework.WaitLimit).Status.DaemonEndpoints.KubeletEndpoint.Port; p != 10260 {
 			t.Errorf("vk-target kubelet port = %d", p)
 		}
-		out := kubectl(t, "", "get", "nodes", "--no-headers")
+		out := mustKubectl(t, nil, "", "", "get", "nodes", "--no-headers")
 		for _, name := range []string{real, vkTarget, vkMock} {
 			found := false
 			for _, line := range strings.Split(out, "\n") {
@@ -272,8 +258,8 @@ func TestVirtualNodes(t *testing.T) {
 		tns := "vk-" + ns
 		targetNamespaceCleanup(t, client, tns)
 		dumpOnFailure(t, client, ns, tns)
-		kubectl(t, settingsConfigMap(ns), "apply", "-f", "-")
-		kubectl(t, pinnedDeployment("web", vkTarget, 2), "apply", "-n", ns, "-f", "-")
+		mustKubectl(t, nil, settingsConfigMap(ns), "", "apply", "-f", "-")
+		mustKubectl(t, nil, pinnedDeployment("web", vkTarget, 2), "", "apply", "-n", ns, "-f", "-")
 		var origin []v1.Pod
 		framework.Eventually(t, "2 pods Running on vk-target", func() (bool, string) {
 			origin = listPods(t, ns, "app=web")
@@ -319,12 +305,12 @@ func TestVirtualNodes(t *testing.T) {
 			}
 		}
 		// Status from the origin, as a user reads it.
-		out := kubectl(t, "", "get", "pods", "-n", ns, "-o", "wide", "--no-headers")
+		out := mustKubectl(t, nil, "", "", "get", "pods", "-n", ns, "-o", "wide", "--no-headers")
 		if strings.Count(out, "Running") != 2 || strings.Count(out, vkTarget) != 2 {
 			t.Errorf("kubectl get pods -o wide:\n%s", out)
 		}
 		// Delete from the origin: the target is cleaned up.
-		kubectl(t, "", "delete", "deployment", "web", "-n", ns, "--wait=false")
+		mustKubectl(t, nil, "", "", "delete", "deployment", "web", "-n", ns, "--wait=false")
 		framework.Eventually(t, "origin pods gone", func() (bool, string) {
 			n := len(listPods(t, ns, "app=web"))
 			return n == 0, fmt.Sprintf("%d left", n)
@@ -375,7 +361,7 @@ func TestVirtualNodes(t *testing.T) {
 			}
 			return false, fmt.Sprintf("%d events", len(evs.Items))
 		})
-		if out := kubectl(t, "", "get", "pod", "doomed", "-n", ns, "--no-headers"); !strings.Contains(out, virtual.ReasonCreateFailed) {
+		if out := mustKubectl(t, nil, "", "", "get", "pod", "doomed", "-n", ns, "--no-headers"); !strings.Contains(out, virtual.ReasonCreateFailed) {
 			t.Errorf("kubectl get pod does not show the failure:\n%s", out)
 		}
 	})
@@ -467,6 +453,8 @@ func TestVirtualNodeOnSecondControlPlane(t *testing.T) {
 		"CLUSTER_DIR=" + dir2, "CLUSTER_RUN_DIR=/run/gokubelet/cluster2", "CLUSTER_LOG_DIR=/var/log/gokubelet/cluster2",
 		"CLUSTER_NAME=gokubelet2", "CLUSTER_NODE=0", "ETCD_CLIENT_PORT=23791", "ETCD_PEER_PORT=23801",
 		"APISERVER_PORT=6444", "CONTROLLER_MANAGER_PORT=10267", "SCHEDULER_PORT=10269",
+		// The first cluster's metrics-server holds its port.
+		"METRICS_SERVER=0",
 	}
 	t.Cleanup(func() {
 		if err := framework.Script(repoRoot, env2, "hack/cluster.sh", "down", "--purge"); err != nil {
@@ -534,8 +522,8 @@ nodes:
 	ns := namespace(t)
 	dumpOnFailure(t, client, ns)
 	dumpOnFailure(t, client2, "c1-"+ns)
-	kubectl(t, settingsConfigMap(ns), "apply", "-f", "-")
-	kubectl(t, pinnedDeployment("remote", "vk-cluster2", 1), "apply", "-n", ns, "-f", "-")
+	mustKubectl(t, nil, settingsConfigMap(ns), "", "apply", "-f", "-")
+	mustKubectl(t, nil, pinnedDeployment("remote", "vk-cluster2", 1), "", "apply", "-n", ns, "-f", "-")
 	var origin v1.Pod
 	framework.Eventually(t, "the pod Running on vk-cluster2", func() (bool, string) {
 		pods := listPods(t, ns, "app=remote")
@@ -553,7 +541,7 @@ nodes:
 		t.Errorf("target pod on %q ip %q uid label %q; origin ip %q uid %s", tp.Spec.NodeName, tp.Status.PodIP,
 			tp.Labels["gokubelet.io/origin-uid"], origin.Status.PodIP, origin.UID)
 	}
-	kubectl(t, "", "delete", "deployment", "remote", "-n", ns, "--wait=false")
+	mustKubectl(t, nil, "", "", "delete", "deployment", "remote", "-n", ns, "--wait=false")
 	framework.Eventually(t, "the pod gone from both clusters", func() (bool, string) {
 		left := len(listPods(t, ns, "app=remote"))
 		remote, err := client2.CoreV1().Pods("c1-"+ns).List(ctx, metav1.ListOptions{})

@@ -22,9 +22,14 @@ var ImplementedFields = []string{
 	// Pod sources.
 	"staticPodPath", "staticPodURL", "staticPodURLHeader",
 	"syncFrequency", "fileCheckFrequency", "httpCheckFrequency",
-	// Servers.
-	"address", "port", "readOnlyPort",
+	// Servers and their security.
+	"enableServer", "address", "port", "readOnlyPort",
 	"healthzPort", "healthzBindAddress",
+	"authentication", "authorization",
+	"tlsCertFile", "tlsPrivateKeyFile", "tlsCipherSuites", "tlsMinVersion",
+	"rotateCertificates", "serverTLSBootstrap",
+	"enableDebuggingHandlers", "enableSystemLogHandler", "enableProfilingHandler",
+	"enableContentionProfiling", "enableDebugFlagsHandler",
 	// API client and registration.
 	"kubeAPIQPS", "kubeAPIBurst", "contentType", "eventRecordQPS", "eventBurst",
 	"registerNode", "registerWithTaints", "providerID", "enableControllerAttachDetach",
@@ -48,6 +53,8 @@ var ImplementedFields = []string{
 	"allowedUnsafeSysctls", "seccompDefault",
 	// Logs.
 	"podLogsDir", "containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval", "logging",
+	// Stats.
+	"volumeStatsAggPeriod",
 	// Feature gates (see FeatureGateWarnings for the gates acted on).
 	"featureGates",
 }

@@ -89,7 +89,7 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	klog.FromContext(ctx).Info("Pod rejected by admission", "pod", klog.KObj(p), "reason", res.Reason, "message", res.Message)
 	e.core.Recorder().Event(p, v1.EventTypeWarning, res.Reason, res.Message)
 	st := e.computeStatus(p, nil, podstatus.Options{FailReason: res.Reason, FailMessage: res.Message})
-	e.core.Status().SetPodStatus(p, st)
+	e.setStatus(p, st)
 	return false
 }
 

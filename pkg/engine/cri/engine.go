@@ -90,6 +90,9 @@ type Deps struct {
 	Resync time.Duration
 	// Clock defaults to the real clock.
 	Clock Clock
+	// Observer, when set, hears about pod updates, worker steps and
+	// computed statuses (the pod startup timeline).
+	Observer Observer
 }
 
 // Engine is the CRI engine. Build it with New and add its runnables to the
@@ -117,6 +120,7 @@ type Engine struct {
 	admission     admissionCache
 	admitHandlers []AdmitFunc
 	security      SecurityAdmission
+	observer      Observer
 
 	// housekeepingRuns counts housekeeping passes (sync loop only).
 	housekeepingRuns int
@@ -145,9 +149,13 @@ func New(d Deps) *Engine {
 		sources:        d.Sources,
 		seenAllSources: d.SeenAllSources,
 		admission:      admissionCache{m: map[types.UID]bool{}},
+		observer:       d.Observer,
+	}
+	if e.observer == nil {
+		e.observer = noObserver{}
 	}
 	e.pleg = pleg.New(d.Runtime, plegRelistPeriod, plegChannelCapacity, d.Clock)
-	e.workers = podworkers.New(e, podworkers.Options{Resync: d.Resync, Clock: d.Clock})
+	e.workers = podworkers.New(e.observer.InstrumentHandler(e), podworkers.Options{Resync: d.Resync, Clock: d.Clock})
 	e.loopHeartbeat.Store(d.Clock.Now().UnixNano())
 	d.Core.SetLifecycle(e)
 	return e

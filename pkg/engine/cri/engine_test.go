@@ -50,6 +50,12 @@ func smallNode(context.Context) (nodestatus.Facts, error) {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newObservedHarness(t, nil)
+}
+
+// newObservedHarness is newHarness with an Observer.
+func newObservedHarness(t *testing.T, obs Observer) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	core, err := node.New(ctx, node.Options{Config: nodestatus.Config{NodeName: "n1", MaxPods: 110}, Facts: nodestatus.FactsFunc(smallNode)})
 	if err != nil {
@@ -65,7 +71,7 @@ func newHarness(t *testing.T) *harness {
 		t.Fatal(err)
 	}
 	h.eng = New(Deps{Core: core, Runtime: h.rt, Volumes: vols, Allocation: alloc, Updates: h.updates, Sources: []string{podspec.SourceFile},
-		SeenAllSources: func(...string) bool { return h.seenAll.Load() }, Resync: time.Minute})
+		SeenAllSources: func(...string) bool { return h.seenAll.Load() }, Resync: time.Minute, Observer: obs})
 	var g runnable.Group
 	core.AddTo(g.Stage("core"))
 	h.eng.AddTo(g.Stage("engine"), g.Stage("sync-loop"))

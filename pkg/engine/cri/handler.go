@@ -35,7 +35,7 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 		e.core.Recorder().Event(pod, v1.EventTypeNormal, reason, msg)
 		st = e.computeStatus(pod, rs, podstatus.Options{FailReason: reason, FailMessage: msg})
 	}
-	e.core.Status().SetPodStatus(pod, st)
+	e.setStatus(pod, st)
 	if podstatus.IsTerminal(st.Phase) {
 		e.probes.RemovePod(pod.UID)
 		return true, 0, nil
@@ -48,13 +48,14 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 		return false, 0, err
 	}
 	res := e.runtime.SyncPod(ctx, run, rs)
+	countStarts(pod, res)
 	e.noteResizeSteps(pod.UID, res)
 	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
 	e.reasons.update(pod.UID, res.WaitingReasons())
 	if res.Changed() {
 		if rs2, err := e.inspect(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
 			e.probes.UpdatePod(pod, rs2)
-			e.core.Status().SetPodStatus(pod, e.computeStatus(pod, rs2, podstatus.Options{}))
+			e.setStatus(pod, e.computeStatus(pod, rs2, podstatus.Options{}))
 		}
 	}
 	if err := res.Error(); err != nil {
@@ -89,7 +90,7 @@ func (e *Engine) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *c
 		if statusFn != nil {
 			statusFn(&st)
 		}
-		e.core.Status().SetPodStatus(pod, st)
+		e.setStatus(pod, st)
 	}
 	if n := len(rs.Running()); n > 0 {
 		return fmt.Errorf("%d containers still running after kill", n)

@@ -54,6 +54,7 @@ func (e *Engine) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 	if len(u.Pods) > 0 {
 		log.V(2).Info("Pod config update", "op", u.Op.String(), "source", u.Source, "pods", podNames(u.Pods))
 	}
+	e.observer.PodUpdate(u)
 	switch u.Op {
 	case podconfig.ADD, podconfig.UPDATE, podconfig.DELETE, podconfig.RECONCILE:
 		// DELETE is a graceful deletion: the pod stays desired until its
@@ -140,6 +141,7 @@ func (e *Engine) housekeeping(ctx context.Context) {
 	}
 	// Drop what is kept about pods no source has any more.
 	e.core.Status().RemoveOrphans(e.core.Pods().Has)
+	e.observer.Prune(e.core.Pods().Has)
 	e.admission.forget(e.core.Pods().Has)
 	if e.housekeepingRuns%resizeRetryEvery == 0 {
 		e.forgetResizes(func(uid types.UID) bool {

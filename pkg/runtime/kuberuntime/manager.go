@@ -21,6 +21,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runtime/backoff"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
+	"github.com/gokubelet/kubelet/pkg/runtime/instrumented"
 )
 
 // Cgroup drivers.
@@ -120,6 +121,11 @@ type Options struct {
 	// environments, DNS, security contexts, hooks and RuntimeClasses need
 	// from outside the runtime. All optional.
 	PodSpec PodSpecDeps
+
+	// CRIObserver, when set, hears about the CRI calls of pod starts (the
+	// pod startup timeline). Every CRI call is counted in the runtime
+	// operation metrics either way (package instrumented).
+	CRIObserver instrumented.Observer
 }
 
 func (o *Options) setDefaults() {
@@ -198,7 +204,7 @@ func New(ctx context.Context, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to CRI image service %s: %w", o.ImageEndpoint, err)
 	}
-	return NewWithServices(ctx, rs, is, o)
+	return NewWithServices(ctx, instrumented.RuntimeService(rs, o.CRIObserver), instrumented.ImageService(is, o.CRIObserver), o)
 }
 
 // NewWithServices returns a Manager over already-built CRI services (the
