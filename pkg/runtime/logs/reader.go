@@ -290,6 +290,11 @@ func follow(ctx context.Context, path string, cur *os.File, r *bufio.Reader, h *
 			}
 		}
 		timer.Reset(followPoll)
+		// Where the reader stands and the byte it read last: a file
+		// truncated in place and written again past that point before the
+		// next look (copytruncate racing the writer) no longer has that
+		// byte there.
+		pos, last, marked := mark(cur)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -300,7 +305,37 @@ func follow(ctx context.Context, path string, cur *os.File, r *bufio.Reader, h *
 			}
 		case <-watcher.Events:
 		}
+		if marked && !stillThere(cur, pos, last) {
+			if _, err := cur.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			r.Reset(cur)
+			h.partial = nil
+		}
 	}
+}
+
+// mark returns the reader's position in the file and the byte before it.
+func mark(f *os.File) (int64, byte, bool) {
+	pos, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || pos == 0 {
+		return 0, 0, false
+	}
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], pos-1); err != nil {
+		return 0, 0, false
+	}
+	return pos, b[0], true
+}
+
+// stillThere reports whether the byte before pos is still last (a file
+// cut shorter than pos has lost it).
+func stillThere(f *os.File, pos int64, last byte) bool {
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], pos-1); err != nil {
+		return false
+	}
+	return b[0] == last
 }
 
 type fileChange int
