@@ -126,6 +126,7 @@ var ConfigFlagNames = map[string]string{
 	"authorization-webhook-cache-unauthorized-ttl": "authorization.webhook.cacheUnauthorizedTTL",
 	"enable-debugging-handlers":                    "enableDebuggingHandlers",
 	"contention-profiling":                         "enableContentionProfiling",
+	"volume-stats-agg-period":                      "volumeStatsAggPeriod",
 }
 
 // AddFlags registers the kubelet's flags on fs. It does not register klog's
@@ -217,6 +218,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		d.EnableContentionProfiling = s.EnableContentionProfiling
 	})
 	fs.BoolVar(&c.EnableContentionProfiling, "contention-profiling", c.EnableContentionProfiling, "Turn on block profiling when /debug/pprof/ is served.")
+	o.bind("volume-stats-agg-period", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.VolumeStatsAggPeriod = s.VolumeStatsAggPeriod })
+	fs.DurationVar(&c.VolumeStatsAggPeriod.Duration, "volume-stats-agg-period", c.VolumeStatsAggPeriod.Duration, "How often, at most, a pod volume's disk usage is measured for /stats/summary.")
 	o.bind("max-pods", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.MaxPods = s.MaxPods })
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Maximum number of pods that can run on this node.")
 	o.bind("cgroup-driver", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.CgroupDriver = s.CgroupDriver })

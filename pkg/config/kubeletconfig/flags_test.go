@@ -352,7 +352,7 @@ rotateCertificates: false
 		"--authorization-webhook-cache-authorized-ttl=1m", "--authorization-webhook-cache-unauthorized-ttl=2s",
 		"--tls-cert-file=/flag/tls.crt", "--tls-private-key-file=/flag/tls.key", "--tls-min-version=VersionTLS13",
 		"--rotate-certificates", "--rotate-server-certificates", "--enable-debugging-handlers=false",
-		"--contention-profiling", "--enable-server=false")
+		"--contention-profiling", "--enable-server=false", "--volume-stats-agg-period=30s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,8 @@ rotateCertificates: false
 		c.Authentication.X509.ClientCAFile != "/flag/ca.crt" || c.Authorization.Mode != "Webhook" ||
 		c.Authorization.Webhook.CacheAuthorizedTTL.Duration != time.Minute || c.Authorization.Webhook.CacheUnauthorizedTTL.Duration != 2*time.Second ||
 		c.TLSCertFile != "/flag/tls.crt" || c.TLSPrivateKeyFile != "/flag/tls.key" || c.TLSMinVersion != "VersionTLS13" ||
-		!c.RotateCertificates || !c.ServerTLSBootstrap || *c.EnableDebuggingHandlers || !c.EnableContentionProfiling || *c.EnableServer {
+		!c.RotateCertificates || !c.ServerTLSBootstrap || *c.EnableDebuggingHandlers || !c.EnableContentionProfiling || *c.EnableServer ||
+		c.VolumeStatsAggPeriod.Duration != 30*time.Second {
 		t.Fatalf("flags not applied: %+v", c)
 	}
 	// Defaults are upstream's config-file defaults: secure.
