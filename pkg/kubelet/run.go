@@ -94,7 +94,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		clientCert runnable.Runnable
 	)
 	if s.KubeconfigPath != "" {
-		// TLS bootstrap and client certificate rotation (wire_api.go).
+		// TLS bootstrap and client certificate rotation (api.go).
 		var rc *rest.Config
 		rc, clientCert, err = clientIdentity(ctx, s)
 		if err != nil {
@@ -172,7 +172,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return fmt.Errorf("pod resource allocations: %w", err)
 	}
 
-	// The pod startup timeline (wire_stats.go): told about the CRI calls of
+	// The pod startup timeline (stats.go): told about the CRI calls of
 	// pod starts by the runtime, about pods and statuses by the engine.
 	tl := timeline.New(nil)
 
@@ -274,14 +274,14 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.
 	pods := podLister{core, eng}
-	// Stats and metrics (wire_stats.go), on both the read-only port and the
+	// Stats and metrics (stats.go), on both the read-only port and the
 	// kubelet API.
 	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodParent)
 	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, pods, routes)
 	if err != nil {
 		return err
 	}
-	// The kubelet API (wire_api.go).
+	// The kubelet API (api.go).
 	api, err := newKubeletAPI(ctx, s, apiParts{
 		recorder: core.Recorder(), nodeRef: core.NodeRef(), clients: clients, pods: pods, containers: cri.NewContainers(rt),
 		checks: checks, routes: routes, hostIPs: hostIPs,

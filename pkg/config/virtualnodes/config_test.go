@@ -102,7 +102,10 @@ func TestWatch(t *testing.T) {
 	var seen []*Config
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { Watch(ctx, path, 10*time.Millisecond, []byte(good), func(c *Config) { mu.Lock(); seen = append(seen, c); mu.Unlock() }); close(done) }()
+	go func() {
+		Watch(ctx, path, 10*time.Millisecond, []byte(good), func(c *Config) { mu.Lock(); seen = append(seen, c); mu.Unlock() })
+		close(done)
+	}()
 	defer func() { cancel(); <-done }()
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
 	time.Sleep(50 * time.Millisecond)
