@@ -54,3 +54,14 @@ clean:
 .PHONY: bench
 bench:
 	hack/bench.sh
+
+# The conformance scoreboard: the upstream e2e suite's parallel
+# [NodeConformance] specs against this kubelet as the local cluster's node;
+# writes docs/conformance.md (both kubelets' columns). 30-60 minutes, plus
+# the first build of the suite. Variables: CONFORMANCE_KUBELET=upstream (the
+# upstream kubelet, for the comparison column), CONFORMANCE_SET=conformance
+# or serial (other spec sets), CONFORMANCE_SUBSET=FILE (just those specs, as
+# make test does). See docs/conformance-run.md.
+.PHONY: conformance
+conformance:
+	hack/conformance.sh
