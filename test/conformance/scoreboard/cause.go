@@ -17,6 +17,9 @@ var (
 	reIPPort    = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(:\d+)?\b`)
 	reDuration  = regexp.MustCompile(`\b\d+(\.\d+)?(ms|s|m)\b`)
 	reGoStruct  = regexp.MustCompile(`<\*?[a-zA-Z0-9_.]+ \| 0x[0-9a-f]+>`)
+	// The wrappers a runtime error collects on its way through CRI; the
+	// innermost message is the one that says what went wrong.
+	reRuntimeWrap = regexp.MustCompile(`(rpc error: code = \w+ desc = |failed to create containerd task: |failed to create shim task: |OCI runtime (create|start|exec) failed: |runc (create|exec) failed: |unable to start container process: |error during container init: )`)
 )
 
 // Cause derives a failure's one-line cause from its message: the first line
@@ -49,6 +52,8 @@ func Cause(msg string) string {
 		line = lead + ": " + rest
 	}
 	line = reGoStruct.ReplaceAllString(line, "")
+	line = reRuntimeWrap.ReplaceAllString(line, "")
+	line = strings.TrimSuffix(line, ": unknown")
 	line = reUUID.ReplaceAllString(line, "<uid>")
 	line = reIPPort.ReplaceAllStringFunc(line, func(s string) string {
 		if i := strings.LastIndex(s, ":"); i >= 0 {
@@ -74,13 +79,17 @@ type category struct {
 }
 
 var categories = []category{
-	{"kubelet API (10250): exec not served", regexp.MustCompile(`(?i)(/exec\b|pods/exec|exec .*error dialing backend|unable to upgrade connection|error executing command|ExecWithOptions|failed to exec)`)},
-	{"kubelet API (10250): port-forward not served", regexp.MustCompile(`(?i)(portforward|port-forward)`)},
-	{"kubelet API (10250): container logs not served", regexp.MustCompile(`(?i)(containerLogs|failed to get logs|get pods .*\blog\b|GetPodLogs|pods/log|logs from|error dialing backend|:10250)`)},
-	{"kubelet API (10250): other", regexp.MustCompile(`(?i)(proxy/|/stats/|/metrics/resource|/configz)`)},
-	{"image pull", regexp.MustCompile(`(?i)(ErrImagePull|ImagePullBackOff|pull(ing)? image|registry)`)},
+	{"kubelet: ConfigMap/Secret access not wired (envFrom, configMapKeyRef, secretKeyRef)", regexp.MustCompile(`needs ConfigMap/Secret access`)},
+	{"kubelet: env value source not supported (resourceFieldRef, ...)", regexp.MustCompile(`needs a value source that is not configured`)},
+	{"kubelet API (10250): exec not served", regexp.MustCompile(`(?i)(kubelet API /exec|/exec/|pods/exec|unable to upgrade connection|error executing command)`)},
+	{"kubelet API (10250): attach not served", regexp.MustCompile(`kubelet API /attach`)},
+	{"kubelet API (10250): port-forward not served", regexp.MustCompile(`(?i)(kubelet API /portForward|portforward|port-forward)`)},
+	{"kubelet API (10250): container logs not served", regexp.MustCompile(`(?i)(containerLogs|failed to get logs|failed to get output for container|has prevented the request from succeeding \(get pods|pods/log)`)},
+	{"sysctl refused by the kernel or runtime", regexp.MustCompile(`(?i)write /proc/sys/[^:]*: invalid argument`)},
+	{"image pull", regexp.MustCompile(`(ErrImagePull|ImagePullBackOff|[Ff]ailed to pull image|pull access denied)`)},
+	{"container exited with an error (its output needs pods/log)", regexp.MustCompile(`(?s)expected pod .* success: .*failed with status`)},
 	{"DNS", regexp.MustCompile(`(?i)(\bdns\b|nslookup|resolv\.conf|dig )`)},
-	{"pod never started or finished (timeout)", regexp.MustCompile(`(?i)(timed out|timeout|deadline exceeded|Told to stop trying)`)},
+	{"timed out waiting for a pod state", regexp.MustCompile(`(?i)(timed out|timeout|deadline exceeded|Told to stop trying)`)},
 }
 
 // Category returns the category of a failure message, or "other".

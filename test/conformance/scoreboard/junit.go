@@ -16,8 +16,9 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name  string      `xml:"name,attr"`
-	Cases []junitCase `xml:"testcase"`
+	Name      string      `xml:"name,attr"`
+	Timestamp string      `xml:"timestamp,attr"` // start of the run, "2006-01-02T15:04:05"
+	Cases     []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {
@@ -27,6 +28,9 @@ type junitCase struct {
 	Skipped *junitSkip   `xml:"skipped"`
 	Failure *junitResult `xml:"failure"`
 	Error   *junitResult `xml:"error"`
+	// The spec's timeline (steps, logs, and on failure the namespace's
+	// events); the framework keeps it for failed specs only.
+	SystemErr string `xml:"system-err"`
 }
 
 type junitSkip struct {
@@ -53,20 +57,26 @@ type ranSpec struct {
 	State   string // Passed, Failed, Skipped, or "" when ginkgo filtered it out
 	Seconds float64
 	Message string // failure message, or the reason of a skip at run time
+	Event   string // failures: the first failure event the kubelet recorded, "Reason: message"
+	API     string // failures: the first failed call of the kubelet API in the timeline
 }
 
-// parseJUnit returns the [It] cases of a report; suite setup and report
-// nodes ([SynchronizedBeforeSuite], [ReportAfterSuite], ...) are left out.
-// Ginkgo reports specs that focus/skip filtered out as skipped without a
-// reason; they get State "".
-func parseJUnit(r io.Reader) ([]ranSpec, error) {
+// parseJUnit returns the [It] cases of a report and the run's start time;
+// suite setup and report nodes ([SynchronizedBeforeSuite],
+// [ReportAfterSuite], ...) are left out. Ginkgo reports specs that
+// focus/skip filtered out as skipped without a reason; they get State "".
+func parseJUnit(r io.Reader) ([]ranSpec, string, error) {
 	var doc junitSuites
 	dec := xml.NewDecoder(r)
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("decoding JUnit XML: %w", err)
+		return nil, "", fmt.Errorf("decoding JUnit XML: %w", err)
 	}
 	var out []ranSpec
+	start := ""
 	for _, s := range doc.Suites {
+		if start == "" {
+			start = s.Timestamp
+		}
 		for _, c := range s.Cases {
 			name, ok := strings.CutPrefix(c.Name, "[It] ")
 			if !ok {
@@ -76,8 +86,10 @@ func parseJUnit(r io.Reader) ([]ranSpec, error) {
 			switch {
 			case c.Failure != nil:
 				sp.State, sp.Message = Failed, failureMessage(c.Failure)
+				sp.Event, sp.API = kubeletEvent(c.SystemErr), kubeletAPICall(c.SystemErr)
 			case c.Error != nil:
 				sp.State, sp.Message = Failed, failureMessage(c.Error)
+				sp.Event, sp.API = kubeletEvent(c.SystemErr), kubeletAPICall(c.SystemErr)
 			case c.Skipped != nil:
 				if reason, ok := strings.CutPrefix(c.Skipped.Message, "skipped - "); ok {
 					sp.State, sp.Message = Skipped, reason
@@ -91,7 +103,43 @@ func parseJUnit(r io.Reader) ([]ranSpec, error) {
 			out = append(out, sp)
 		}
 	}
-	return out, nil
+	return out, start, nil
+}
+
+// reKubeletEvent matches an event of the framework's namespace dump
+// ("At <time> - event for <object>: {kubelet <node>} <Reason>: <message>")
+// whose reason says something failed (FailedCreatePodSandBox, Failed,
+// FailedMount, FailedPostStartHook, ...).
+var reKubeletEvent = regexp.MustCompile(`event for [^:]+: \{kubelet [^}]*\} (Failed[A-Za-z]*): (.*)`)
+
+// kubeletEvent returns the first failure event the kubelet recorded in a
+// timeline, as "Reason: message", or "".
+func kubeletEvent(timeline string) string {
+	m := reKubeletEvent.FindStringSubmatch(timeline)
+	if m == nil {
+		return ""
+	}
+	return m[1] + ": " + strings.TrimSpace(m[2])
+}
+
+// reKubeletAPICall matches a call of the kubelet API (exec, attach,
+// port-forward, container logs) that the apiserver could not make, as the
+// framework logs it in the timeline ("error sending request: Post
+// \"https://<node>:10250/exec/<ns>/<pod>/<container>?command=...\": dial tcp
+// ...: connection refused"). The query is dropped.
+var reKubeletAPICall = regexp.MustCompile(`error sending request: [A-Za-z]+ "https://[^/"]+:\d+/(exec|attach|portForward|containerLogs)/[^"?]*(?:\?[^"]*)?": ([^\n]*)`)
+
+// kubeletAPICall returns the first failed kubelet API call of a timeline as
+// "<endpoint>: <error>", or "". The framework's own diagnostics fetch
+// container logs after a failure, so only exec, attach and port-forward
+// calls (which only a spec makes) count.
+func kubeletAPICall(timeline string) string {
+	for _, m := range reKubeletAPICall.FindAllStringSubmatch(timeline, -1) {
+		if m[1] != "containerLogs" {
+			return "kubelet API /" + m[1] + ": " + strings.TrimSpace(m[2])
+		}
+	}
+	return ""
 }
 
 // reStateTag is Ginkgo's "[FAILED] ", "[TIMEDOUT] ", ... in front of a failure.

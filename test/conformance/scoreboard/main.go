@@ -67,7 +67,7 @@ func cmdRecord(args []string) error {
 		return err
 	}
 	defer f.Close()
-	ran, err := parseJUnit(f)
+	ran, start, err := parseJUnit(f)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,12 @@ func cmdRecord(args []string) error {
 	}
 	res.Set, res.Kubelet, res.Commit, res.KubeVersion = *set, *kubelet, *commit, *kubeVersion
 	res.WallSeconds, res.Procs = *wall, *procs
+	// The run's start as the JUnit report has it (the runner's clock, UTC
+	// on these machines), so recording again later keeps the run's date.
 	res.Date = time.Now().UTC().Format("2006-01-02 15:04")
+	if t, err := time.Parse("2006-01-02T15:04:05", start); err == nil {
+		res.Date = t.Format("2006-01-02 15:04")
+	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 		return err
 	}

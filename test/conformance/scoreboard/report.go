@@ -150,6 +150,8 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 					p(" not selected |")
 				case s.State == Passed:
 					p(" pass |")
+				case s.State == Failed && s.Evidence != "":
+					p(" **FAIL**: %s — %s |", mdCell(s.Cause), mdCell(s.Evidence))
 				case s.State == Failed:
 					p(" **FAIL**: %s |", mdCell(s.Cause))
 				case s.State == Skipped:

@@ -34,6 +34,7 @@ type Spec struct {
 	Cause    string  `json:"cause,omitempty"`    // one line: failure cause, skip or exclusion reason
 	Category string  `json:"category,omitempty"` // failures only
 	Message  string  `json:"message,omitempty"`  // failures: the message, first lines
+	Evidence string  `json:"evidence,omitempty"` // failures: the kubelet's first failure event, or a failed call of its API
 }
 
 // Totals counts specs by state.
@@ -145,7 +146,16 @@ func Record(ran []ranSpec, focus, skip string, excl []Exclusion) (*Results, erro
 		case Skipped:
 			s.State, s.Cause = Skipped, Cause(r.Message)
 		case Failed:
-			s.State, s.Cause, s.Category, s.Message = Failed, Cause(r.Message), Category(r.Message), firstLines(r.Message, 12)
+			// What the kubelet said (a failure event) or a failed call of
+			// its API explains a generic message ("Timed out ...") best.
+			hint := r.Event
+			if hint == "" {
+				hint = r.API
+			}
+			s.State, s.Cause, s.Category, s.Message = Failed, Cause(r.Message), Category(r.Message+"\n"+hint), firstLines(r.Message, 12)
+			if hint != "" {
+				s.Evidence = Cause(hint)
+			}
 		default:
 			s.State, s.Cause, s.Category = Failed, "selected but not run (missing from the report)", "not run"
 		}

@@ -37,9 +37,12 @@ const sampleJUnit = `<?xml version="1.0" encoding="UTF-8"?>
   </testsuites>`
 
 func TestParseJUnitKeepsOnlyItCases(t *testing.T) {
-	ran, err := parseJUnit(strings.NewReader(sampleJUnit))
+	ran, start, err := parseJUnit(strings.NewReader(sampleJUnit))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if start != "2025-01-01T00:00:00" {
+		t.Errorf("start = %q", start)
 	}
 	if len(ran) != 7 {
 		t.Fatalf("got %d [It] cases, want 7: %+v", len(ran), ran)
@@ -85,6 +88,8 @@ func TestCause(t *testing.T) {
 		{"Unexpected error:\n    <*errors.errorString | 0xc000123>: \n    pod \"x\" not found\n    {s: \"pod \\\"x\\\" not found\"}", `Unexpected error: pod "x" not found`},
 		{"pod 6c1b2d3e-aaaa-bbbb-cccc-0123456789ab gone", "pod <uid> gone"},
 		{"\n\n", "(no message)"},
+		{"FailedCreatePodSandBox: Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to set hostname without a private UTS namespace: unknown",
+			"FailedCreatePodSandBox: Failed to create pod sandbox: unable to set hostname without a private UTS namespace"},
 		{strings.Repeat("x", 400), strings.Repeat("x", maxCause-1) + "…"},
 	} {
 		if got := Cause(tc.msg); got != tc.want {
@@ -97,7 +102,11 @@ func TestCategory(t *testing.T) {
 	for _, tc := range []struct{ msg, want string }{
 		{`failed to get logs from p for c: dial tcp 1.2.3.4:10250: connect: connection refused`, "kubelet API (10250): container logs not served"},
 		{`error dialing backend: dial tcp 1.2.3.4:10250: connect: connection refused` + "\n" + `failed to execute command in pod p, container c: unable to upgrade connection`, "kubelet API (10250): exec not served"},
-		{`Timed out after 300s waiting for pod to be running`, "pod never started or finished (timeout)"},
+		{`Timed out after 300s waiting for pod to be running`, "timed out waiting for a pod state"},
+		{"expected pod \"p\" success: Told to stop trying after 2.0s.\npod \"p\" failed with status: ...", "container exited with an error (its output needs pods/log)"},
+		{`an error on the server ("unknown") has prevented the request from succeeding (get pods sysctl-1)`, "kubelet API (10250): container logs not served"},
+		{"Timed out after 300s.\nFailed: Error: envFrom in container \"c\" needs ConfigMap/Secret access, which is not configured", "kubelet: ConfigMap/Secret access not wired (envFrom, configMapKeyRef, secretKeyRef)"},
+		{"failed,  1 out of 1 connections failed\nkubelet API /exec: dial tcp 1.2.3.4:10250: connect: connection refused", "kubelet API (10250): exec not served"},
 		{`expected 3, got 4`, "other"},
 	} {
 		if got := Category(tc.msg); got != tc.want {
@@ -110,7 +119,7 @@ const focus = `\[NodeConformance\]`
 const skip = `\[Serial\]|\[Slow\]`
 
 func TestRecordCountsTheSelectionOnly(t *testing.T) {
-	ran, err := parseJUnit(strings.NewReader(sampleJUnit))
+	ran, _, err := parseJUnit(strings.NewReader(sampleJUnit))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,5 +247,40 @@ func TestReportShowsBothColumnsAndEveryNonPass(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), "not run") {
 		t.Error("missing upstream column not marked 'not run'")
+	}
+}
+
+func TestKubeletEvidenceFromTheTimeline(t *testing.T) {
+	timeline := `STEP: Creating a pod @ now
+  I1123 13:00:46.399459 28374 exec_util.go:201] unexpected error trying to use websockets for pod exec: Internal error occurred: error sending request: Post "https://192.0.2.2:10250/exec/ns-1/p/c?command=%2Fbin%2Fsh&command=-c": dial tcp 192.0.2.2:10250: connect: connection refused
+  I1123 13:01:50.879896 28379 dump.go:53] At 2026-11-23 12:56:51 +0000 UTC - event for p: {kubelet vm} Pulled: Container image already present
+  I1123 13:01:50.879896 28379 dump.go:53] At 2026-11-23 12:56:51 +0000 UTC - event for p: {kubelet vm} FailedCreatePodSandBox: Failed to create pod sandbox: write /proc/sys/kernel/msgmax: invalid argument
+  I1123 13:01:50.879896 28379 output.go:196] Failed to get logs: error sending request: Get "https://192.0.2.2:10250/containerLogs/ns/p/c": dial tcp 192.0.2.2:10250: connect: connection refused`
+	if got, want := kubeletEvent(timeline), "FailedCreatePodSandBox: Failed to create pod sandbox: write /proc/sys/kernel/msgmax: invalid argument"; got != want {
+		t.Errorf("kubeletEvent = %q, want %q", got, want)
+	}
+	if got, want := kubeletAPICall(timeline), "kubelet API /exec: dial tcp 192.0.2.2:10250: connect: connection refused"; got != want {
+		t.Errorf("kubeletAPICall = %q, want %q", got, want)
+	}
+	// Log fetches are the framework's own diagnostics: not evidence.
+	if got := kubeletAPICall(`error sending request: Get "https://1.2.3.4:10250/containerLogs/a/b/c": refused`); got != "" {
+		t.Errorf("kubeletAPICall counted a log fetch: %q", got)
+	}
+	if got := kubeletEvent("event for p: {kubelet vm} Started: Started container c"); got != "" {
+		t.Errorf("kubeletEvent counted a normal event: %q", got)
+	}
+}
+
+func TestRecordKeepsTheKubeletsEvidence(t *testing.T) {
+	ran := []ranSpec{{Name: "[sig-node] X [NodeConformance]", State: Failed, Message: "Timed out after 300.0s.",
+		Event: `Failed: Error: envFrom in container "c" needs ConfigMap/Secret access, which is not configured`}}
+	res, err := Record(ran, focus, skip, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Specs[0]
+	if s.Cause != "Timed out after <t>." || !strings.Contains(s.Evidence, "needs ConfigMap/Secret access") ||
+		!strings.HasPrefix(s.Category, "kubelet: ConfigMap/Secret access") {
+		t.Errorf("got %+v", s)
 	}
 }
