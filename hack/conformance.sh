@@ -43,7 +43,11 @@ KIND=${CONFORMANCE_KUBELET:-ours}
 SET=${CONFORMANCE_SET:-node}
 SUBSET=${CONFORMANCE_SUBSET:-}
 TIMEOUT=${CONFORMANCE_TIMEOUT:-3h}
-case $KIND in ours | upstream) ;; *) gk_die "CONFORMANCE_KUBELET must be ours or upstream, not '$KIND'" ;; esac
+case $KIND in
+  ours) WHO="our kubelet" ;;
+  upstream) WHO="the upstream kubelet $KUBE_VERSION" ;;
+  *) gk_die "CONFORMANCE_KUBELET must be ours or upstream, not '$KIND'" ;;
+esac
 
 case $SET in
   node)
@@ -158,11 +162,11 @@ start_kubelet() {
   local i
   for i in $(seq 1 600); do
     curl -fsS "http://127.0.0.1:$HEALTHZ_PORT/healthz" >/dev/null 2>&1 && return 0
-    kill -0 "$KUBELET_PID" 2>/dev/null || { tail -n 30 "$OUT/kubelet.log" >&2; gk_die "the $KIND kubelet exited; log: $OUT/kubelet.log"; }
+    kill -0 "$KUBELET_PID" 2>/dev/null || { tail -n 30 "$OUT/kubelet.log" >&2; gk_die "$WHO exited; log: $OUT/kubelet.log"; }
     sleep 0.1
   done
   tail -n 30 "$OUT/kubelet.log" >&2
-  gk_die "the $KIND kubelet's healthz did not answer within 60s; log: $OUT/kubelet.log"
+  gk_die "the healthz of $WHO did not answer within 60s; log: $OUT/kubelet.log"
 }
 
 # Removes what earlier runs left in the API: namespaces the e2e framework made
@@ -207,7 +211,7 @@ if ! flock -n 9; then
 fi
 what="set $SET"
 [ -z "$SUBSET" ] || what="the $(grep -cv '^\s*\(#\|$\)' "$SUBSET") specs of $SUBSET"
-echo "[conformance] upstream e2e suite $KUBE_VERSION, $what, $KIND kubelet; output in $OUT"
+echo "[conformance] upstream e2e suite $KUBE_VERSION, $what, $WHO; output in $OUT"
 
 # Children get the lock's descriptor closed (9>&-): a daemon started below
 # would otherwise inherit it and hold the lock after this script ends.
@@ -250,7 +254,7 @@ hack/containerd.sh up "$INST" 9>&-
 hack/images.sh "$INST" 9>&-
 hack/e2e-images.sh "$INST" 9>&- 2>&1 | sed 's/^/[conformance]    /'
 
-stage "starting the $KIND kubelet as node $NODE_NAME"
+stage "starting $WHO as node $NODE_NAME"
 clean_leftovers
 # A fresh Node object: nothing a previous kubelet reported (labels, images,
 # annotations) carries over to this one.
@@ -260,7 +264,7 @@ start_kubelet "$KUBELET_BIN" "$NODE_NAME" "$NODE_IP"
 # (kubectl wait fails at once while the Node does not exist yet.)
 for i in $(seq 1 240); do
   [ "$(kc get node "$NODE_NAME" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] && break
-  kill -0 "$KUBELET_PID" 2>/dev/null || { tail -n 30 "$OUT/kubelet.log" >&2; gk_die "the $KIND kubelet exited; log: $OUT/kubelet.log"; }
+  kill -0 "$KUBELET_PID" 2>/dev/null || { tail -n 30 "$OUT/kubelet.log" >&2; gk_die "$WHO exited; log: $OUT/kubelet.log"; }
   [ "$i" -lt 240 ] || { tail -n 30 "$OUT/kubelet.log" >&2; gk_die "node $NODE_NAME not Ready within 120s; log: $OUT/kubelet.log"; }
   sleep 0.5
 done
@@ -328,7 +332,7 @@ for i in $(seq 1 90); do
   sleep 2
 done
 left=$(kc get namespaces -l e2e-run -o name 2>/dev/null | wc -l)
-[ "$left" = 0 ] || note "$left test namespaces still terminating after 3 min with the $KIND kubelet (removed at the next run)"
+[ "$left" = 0 ] || note "$left test namespaces still terminating after 3 min with $WHO (removed at the next run)"
 stop_kubelet
 hack/containerd.sh down "$INST" >/dev/null 9>&-
 gk_umount_under "$WORK" || true
