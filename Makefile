@@ -20,7 +20,7 @@ stop:
 down:
 	hack/node.sh down
 
-# README command 2. TEST_TIERS="unit integration e2e" selects tiers.
+# README command 2. TEST_TIERS="unit integration e2e conformance" selects tiers.
 test:
 	hack/test.sh
 
@@ -38,7 +38,8 @@ deps:
 images:
 	hack/images.sh node
 
-# A local control plane (etcd, kube-apiserver, controller-manager, scheduler)
+# A local control plane (etcd, kube-apiserver, controller-manager, scheduler,
+# kube-proxy and CoreDNS)
 # with this kubelet joined as its node.
 cluster:
 	hack/cluster.sh up
