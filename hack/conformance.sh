@@ -275,6 +275,16 @@ for i in $(seq 1 120); do
 done
 others=$(kc get pods -A --field-selector "spec.nodeName=$NODE_NAME" -o name 2>/dev/null | wc -l)
 [ "$others" = 0 ] || note "warning: $others pods of other workloads are bound to the node and run beside the tests"
+# Other Node objects: the framework waits until every node is Ready and
+# schedulable. NotReady or cordoned ones (a stopped kubelet's leftover) take
+# no test pods and are tolerated by count; a Ready, schedulable one would run
+# test pods on another kubelet, so the run stops.
+other_nodes=$(kc get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.spec.unschedulable}{"\n"}{end}' |
+  awk -v me="$NODE_NAME" 'NF && $1 != me')
+live=$(awk '$2 == "True" && $3 != "true" { print $1 }' <<<"$other_nodes")
+[ -z "$live" ] || gk_die "other nodes are Ready and schedulable, test pods would run there: $(echo $live); stop their kubelets or cordon them"
+tolerated=$(awk 'NF' <<<"$other_nodes" | wc -l)
+[ "$tolerated" = 0 ] || note "warning: $tolerated other nodes are NotReady or cordoned ($(awk '{ print $1 }' <<<"$other_nodes" | tr '\n' ' ')); tolerated with --allowed-not-ready-nodes=$tolerated"
 
 focus=$FOCUS skip=$SKIP
 if [ -n "$SUBSET" ]; then
@@ -295,7 +305,9 @@ e2e_args=(
   --dns-domain="$CLUSTER_DOMAIN"
   --node-os-distro=debian
   --repo-root="$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION"
-  --allowed-not-ready-nodes=0
+  --allowed-not-ready-nodes="$tolerated"
+  --node-schedulable-timeout=5m
+  --system-pods-startup-timeout=5m
   --minStartupPods=0
   --disable-log-dump
 )
@@ -309,7 +321,8 @@ start_run=$SECONDS
 # A progress line a minute, counted from ginkgo's output (• a spec done).
 (
   while sleep 60; do
-    done_n=$(grep -o '•' "$OUT/ginkgo.log" 2>/dev/null | wc -l)
+    # (grep finds nothing before the first spec ends: not an error here)
+    done_n=$( (grep -o '•' "$OUT/ginkgo.log" 2>/dev/null || true) | wc -l)
     failed_n=$(grep -c '^• \[\(FAILED\|TIMEDOUT\|PANICKED\|INTERRUPTED\)\]' "$OUT/ginkgo.log" 2>/dev/null || true)
     note "$(((SECONDS - start_run) / 60)) min: $done_n specs done, ${failed_n:-0} failed so far"
   done
