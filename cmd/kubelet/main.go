@@ -9,7 +9,6 @@ package main
 
 import (
 	"context"
-	goflag "flag"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +18,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
@@ -29,12 +31,23 @@ import (
 // -ldflags "-X main.version=v1.2.3".
 var version = "v0.1.0-dev"
 
+// applyLogging validates the logging configuration and makes it the
+// process's (k8s.io/component-base/logs: text or JSON format, verbosity,
+// vmodule). It can take effect once per process; in-process tests replace
+// it.
+var applyLogging = func(c *logsapi.LoggingConfiguration, fg featuregate.FeatureGate) error {
+	return logsapi.ValidateAndApplyAsField(c, fg, field.NewPath("logging"))
+}
+
+// runKubelet is what main runs: kubelet.Run (a test of main replaces it).
+var runKubelet runFunc = kubelet.Run
+
 // runFunc starts the kubelet; kubelet.Run in production, a fake in tests.
 type runFunc func(ctx context.Context, s *kubeletconfig.Settings) error
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	cmd := newCommand(ctx, os.Stdout, os.Stderr, kubelet.Run)
+	cmd := newCommand(ctx, os.Stdout, os.Stderr, runKubelet)
 	err := cmd.Execute()
 	stop()
 	klog.Flush()
@@ -61,9 +74,12 @@ and, when enabled, the read-only API (/pods, /runningpods/). Not implemented
 yet: the authenticated API on --port (logs, exec, stats, metrics).
 
 Configuration comes from a KubeletConfiguration file (--config,
-kubelet.config.k8s.io/v1beta1) with flags given on the command line taking
+kubelet.config.k8s.io/v1beta1), then the drop-in files of --config-dir
+(*.conf, merged in order), with flags given on the command line taking
 precedence. Unknown fields and invalid values are errors; upstream fields
-this kubelet does not implement yet are accepted with a warning.`,
+this kubelet does not implement are accepted with a warning naming them.
+Every other flag of the upstream kubelet is accepted too (hidden here) and
+warned about by name when given; see docs/configuration.md.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -81,11 +97,16 @@ this kubelet does not implement yet are accepted with a warning.`,
 			if err != nil {
 				return err
 			}
+			// The logging stanza (file, drop-ins, then --logging-format, -v,
+			// --vmodule...) takes effect here: text or JSON.
+			if err := applyLogging(&settings.Config.Logging, settings.FeatureGates); err != nil {
+				return fmt.Errorf("invalid logging configuration: %w", err)
+			}
 			for _, w := range settings.Warnings {
 				klog.Warning(w)
 			}
 			klog.InfoS("Starting kubelet", "version", version, "node", settings.NodeName,
-				"config", settings.ConfigFile, "standalone", settings.Standalone())
+				"config", settings.ConfigFile, "dropIns", settings.DropIns, "standalone", settings.Standalone())
 			return run(ctx, settings)
 		},
 	}
@@ -94,27 +115,9 @@ this kubelet does not implement yet are accepted with a warning.`,
 
 	fs := cmd.Flags()
 	fs.SetNormalizeFunc(wordSepNormalize)
-	opts.AddFlags(fs)
 	fs.BoolVar(&showVersion, "version", false, "Print the kubelet's version and exit.")
-	addKlogFlags(fs)
+	opts.AddFlags(fs)
 	return cmd
-}
-
-// addKlogFlags exposes klog's verbosity flags: --v (also -v) and --vmodule.
-func addKlogFlags(fs *pflag.FlagSet) {
-	gfs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
-	klog.InitFlags(gfs)
-	for _, name := range []string{"v", "vmodule"} {
-		f := gfs.Lookup(name)
-		pf := pflag.PFlagFromGoFlag(f)
-		switch name {
-		case "v":
-			pf.Usage = "Log verbosity level (higher is more verbose)."
-		case "vmodule":
-			pf.Usage = "Per-file log verbosity, as comma-separated pattern=N entries (e.g. podworkers*=4)."
-		}
-		fs.AddFlag(pf)
-	}
 }
 
 // wordSepNormalize lets flags be spelled with '_' as well as '-', as

@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/component-base/featuregate"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 )
@@ -17,11 +22,44 @@ import (
 // the exit status and stderr of main itself can be checked.
 func TestMain(m *testing.M) {
 	if os.Getenv("KUBELET_TEST_MAIN") == "1" {
+		runKubelet = func(ctx context.Context, s *kubeletconfig.Settings) error {
+			klog.FromContext(ctx).Info("Test run instead of the kubelet", "node", s.NodeName)
+			klog.InfoS("Test run instead of the kubelet", "node", s.NodeName)
+			return nil
+		}
 		os.Args = append([]string{"kubelet"}, strings.Fields(os.Getenv("KUBELET_TEST_ARGS"))...)
 		main()
 		os.Exit(0)
 	}
+	// Logging takes effect once per process: in-process runs only record
+	// what would be applied.
+	applyLogging = func(c *logsapi.LoggingConfiguration, _ featuregate.FeatureGate) error {
+		appliedLogging = c
+		return nil
+	}
 	os.Exit(m.Run())
+}
+
+var appliedLogging *logsapi.LoggingConfiguration
+
+// runMain runs the real main (test binary re-executed as the kubelet) with
+// args, kubelet.Run replaced by an immediate return, and returns its exit
+// code and stderr.
+func runMain(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "KUBELET_TEST_MAIN=1", "KUBELET_TEST_ARGS="+strings.Join(args, " "))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Stdout = &stderr
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	if errors.As(err, &exitErr) {
+		return exitErr.ExitCode(), stderr.String()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0, stderr.String()
 }
 
 func execute(t *testing.T, run runFunc, args ...string) (stdout, stderr string, err error) {
@@ -115,5 +153,118 @@ func TestMainExitsOneOnConfigError(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "healthzPort: Invalid value: 70000") {
 		t.Errorf("stderr = %q", stderr.String())
+	}
+}
+
+// --logging-format=json (or logging.format: json in the file) turns every
+// log line into a JSON object, as the upstream kubelet's; text stays klog's
+// header format.
+func TestJSONLogFormat(t *testing.T) {
+	dir := t.TempDir()
+	code, out := runMain(t, "--logging-format=json", "--hostname-override=n1", "--root-dir", dir, "--cpu-manager-policy=static")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var sawStart, sawWarning bool
+	for _, l := range lines {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(l), &entry); err != nil {
+			t.Fatalf("not a JSON log line: %q (%v)\nall output:\n%s", l, err, out)
+		}
+		if entry["msg"] == "Starting kubelet" && entry["node"] == "n1" {
+			sawStart = true
+		}
+		if msg, _ := entry["msg"].(string); strings.Contains(msg, "--cpu-manager-policy") {
+			sawWarning = true
+		}
+	}
+	if !sawStart || !sawWarning {
+		t.Errorf("JSON output lacks the start line or the flag warning:\n%s", out)
+	}
+
+	cfg := filepath.Join(dir, "k.yaml")
+	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nlogging:\n  format: json\ncpuManagerPolicy: static\n"), 0o600)
+	code, out = runMain(t, "--config", cfg, "--hostname-override=n1", "--root-dir", dir)
+	if code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "{") {
+		t.Errorf("logging.format json in the file: exit %d, output:\n%s", code, out)
+	}
+	// The unimplemented field is named in a logged warning.
+	if !strings.Contains(out, `cpuManagerPolicy`) || !strings.Contains(out, "not implemented") {
+		t.Errorf("no warning naming cpuManagerPolicy:\n%s", out)
+	}
+	code, out = runMain(t, "--hostname-override=n1", "--root-dir", dir)
+	if code != 0 || !strings.Contains(out, `"Starting kubelet"`) || strings.HasPrefix(strings.TrimSpace(out), "{") {
+		t.Errorf("text format: exit %d, output:\n%s", code, out)
+	}
+	code, out = runMain(t, "--logging-format=yaml", "--hostname-override=n1", "--root-dir", dir)
+	if code != 1 || !strings.Contains(out, "yaml") {
+		t.Errorf("unknown format: exit %d, output:\n%s", code, out)
+	}
+}
+
+// Upstream flags this kubelet does not implement are accepted and named in
+// a warning; unknown flags are still errors.
+func TestUpstreamFlagsAcceptedWithWarning(t *testing.T) {
+	var got *kubeletconfig.Settings
+	run := func(_ context.Context, s *kubeletconfig.Settings) error { got = s; return nil }
+	_, _, err := execute(t, run, "--hostname-override=n1", "--root-dir", t.TempDir(),
+		"--cpu-manager-policy=static", "--protect-kernel-defaults", "--image-gc-high-threshold", "90",
+		"--eviction-hard", "memory.available<1Gi", "--cluster-dns=10.0.0.10,10.0.0.11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Config.EvictionHard["memory.available"] != "1Gi" || len(got.Config.EvictionHard) != 1 || strings.Join(got.Config.ClusterDNS, ",") != "10.0.0.10,10.0.0.11" {
+		t.Errorf("implemented upstream flags not applied: evictionHard=%v clusterDNS=%v", got.Config.EvictionHard, got.Config.ClusterDNS)
+	}
+	for _, f := range []string{"--cpu-manager-policy", "--protect-kernel-defaults", "--image-gc-high-threshold"} {
+		found := false
+		for _, w := range got.Warnings {
+			if strings.Contains(w, f+" ") {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no warning names %s: %v", f, got.Warnings)
+		}
+	}
+	if _, _, err := execute(t, noRun(t), "--hostname-override=n1", "--no-such-upstream-flag"); err == nil {
+		t.Error("an unknown flag was accepted")
+	}
+}
+
+// Feature gates: known upstream gates are accepted (a warning when this
+// kubelet does not act on a non-default value), unknown ones and changes of
+// locked gates are refused, flags win over the file.
+func TestFeatureGates(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "k.yaml")
+	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  KubeletPSI: false\n  LoggingBetaOptions: false\n  ImageVolume: false\n"), 0o600)
+	var got *kubeletconfig.Settings
+	run := func(_ context.Context, s *kubeletconfig.Settings) error { got = s; return nil }
+	if _, _, err := execute(t, run, "--config", cfg, "--hostname-override=n1", "--root-dir", dir, "--feature-gates=ImageVolume=true"); err != nil {
+		t.Fatal(err)
+	}
+	if got.FeatureGates.Enabled("KubeletPSI") || got.FeatureGates.Enabled("LoggingBetaOptions") || !got.FeatureGates.Enabled("ImageVolume") {
+		t.Errorf("effective gates wrong: KubeletPSI=%v LoggingBetaOptions=%v ImageVolume=%v", got.FeatureGates.Enabled("KubeletPSI"),
+			got.FeatureGates.Enabled("LoggingBetaOptions"), got.FeatureGates.Enabled("ImageVolume"))
+	}
+	if got.Config.FeatureGates["ImageVolume"] != true {
+		t.Errorf("the flag's gate is not in the effective configuration: %v", got.Config.FeatureGates)
+	}
+	warned := strings.Join(got.Warnings, "\n")
+	for _, w := range []string{"KubeletPSI=false", "ImageVolume=true"} {
+		if !strings.Contains(warned, w) {
+			t.Errorf("no warning about %s:\n%s", w, warned)
+		}
+	}
+	if strings.Contains(warned, "LoggingBetaOptions") {
+		t.Errorf("a gate this kubelet acts on was warned about:\n%s", warned)
+	}
+	for _, bad := range []string{"--feature-gates=NoSuchGate=true", "--feature-gates=SidecarContainers=false"} {
+		_, _, err := execute(t, noRun(t), "--hostname-override=n1", bad)
+		if err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
 	}
 }

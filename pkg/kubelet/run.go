@@ -57,6 +57,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	ctx = klog.NewContext(ctx, log)
 	cfg := s.Config
 
+	if err := checkSwap(cfg.FailSwapOn == nil || *cfg.FailSwapOn, "/proc/swaps"); err != nil {
+		return err
+	}
 	if err := prepareDirs(s.RootDir); err != nil {
 		return err
 	}
@@ -132,6 +135,11 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		RefreshPeriod:   cfg.SyncFrequency.Duration,
 	})
 
+	podSpec, err := newPodSpecParts(ctx, cfg, s.RootDir, hostIPs, core, clients)
+	if err != nil {
+		return err
+	}
+
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
@@ -154,6 +162,11 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Liveness: func(uid types.UID, name, containerID string) (bool, string) {
 			return probes.Liveness(uid, name, containerID)
 		},
+		Started: func(uid types.UID, name, containerID string) bool {
+			return probes.StartupSucceeded(uid, name, containerID)
+		},
+		PodSpec:         podSpec.Deps,
+		PullCredentials: podSpec.Credentials,
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
@@ -192,6 +205,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Runtime:        rt,
 		Probes:         probes,
 		Volumes:        volumes,
+		Security:       podSpec.Security,
 		Updates:        merger.Updates(),
 		Sources:        sourceNames,
 		SeenAllSources: merger.SeenAllSources,
@@ -219,6 +233,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		serverStage.Add(srv.name, srv.r)
 	}
 	engineStage := g.Stage("engine").StopTimeout(shutdownWait)
+	if podSpec.services != nil {
+		engineStage.Add("services", podSpec.services)
+	}
 	eng.AddTo(engineStage, g.Stage("sync-loop"))
 
 	log.Info("Kubelet starting", "sources", sourceNames, "rootDir", s.RootDir, "hostIPs", hostIPs, "standalone", clients == nil)

@@ -53,6 +53,11 @@ var (
 	staticDir   string
 	// rootDir is the test kubelet's --root-dir.
 	rootDir string
+
+	// clusterDNS is the test kubelet's clusterDNS: the cluster's
+	// (CLUSTER_DNS in kubelet-env) when it has one, else an address that
+	// is only written into pods' resolv.conf.
+	clusterDNS string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -121,6 +126,10 @@ func setup(tmp string) error {
 	if err != nil {
 		return err
 	}
+	clusterDNS = clusterEnv["CLUSTER_DNS"]
+	if clusterDNS == "" {
+		clusterDNS = "10.96.0.10"
+	}
 	staticDir = filepath.Join(tmp, "static")
 	if err := os.MkdirAll(staticDir, 0o755); err != nil {
 		return err
@@ -135,7 +144,9 @@ readOnlyPort: 0
 healthzPort: %%d
 podLogsDir: %s
 clusterDomain: cluster.local
-`, staticDir, framework.CRIEndpoint(), filepath.Join(tmp, "pod-logs"))
+clusterDNS: [%q]
+allowedUnsafeSysctls: ["kernel.msgmax"]
+`, staticDir, framework.CRIEndpoint(), filepath.Join(tmp, "pod-logs"), clusterDNS)
 	kubelet = &framework.Kubelet{Bin: kubeletBin}
 	kubelet.HealthzPort, err = framework.FreeTCPPort()
 	if err != nil {

@@ -210,8 +210,8 @@ func TestUnimplementedFieldWarnings(t *testing.T) {
 	}{
 		{"only implemented", header + "maxPods: 20\ncgroupDriver: systemd\nevictionHard:\n  memory.available: 1Gi\n", nil},
 		{"unimplemented at default", header + "cpuManagerPolicy: none\nvolumeStatsAggPeriod: 1m\n", nil},
-		{"unimplemented set", header + "cpuManagerPolicy: static\nfeatureGates:\n  Foo: true\nmaxPods: 5\n", []string{"cpuManagerPolicy", "featureGates"}},
-		{"nested unimplemented", header + "logging:\n  format: json\n", []string{"logging"}},
+		{"unimplemented set", header + "cpuManagerPolicy: static\nfeatureGates:\n  KubeletPSI: false\nmaxPods: 5\n", []string{"cpuManagerPolicy"}},
+		{"nested unimplemented", header + "tracing:\n  endpoint: localhost:4317\n", []string{"tracing"}},
 		{"bool false differs from default", header + "enableDebuggingHandlers: false\n", []string{"enableDebuggingHandlers"}},
 	}
 	for _, tc := range tests {
@@ -248,7 +248,7 @@ func TestImplementedFieldsAreRealFields(t *testing.T) {
 		known[k] = true
 	}
 	for _, f := range []string{"staticPodPath", "staticPodURL", "staticPodURLHeader", "clusterDNS", "clusterDomain",
-		"registerWithTaints", "providerID", "kubeReserved", "systemReserved", "imageServiceEndpoint", "maxParallelImagePulls", "readOnlyPort"} {
+		"registerWithTaints", "providerID", "kubeReserved", "systemReserved", "imageServiceEndpoint", "maxParallelImagePulls", "readOnlyPort", "allowedUnsafeSysctls", "featureGates"} {
 		known[f] = true
 	}
 	for _, f := range ImplementedFields {

@@ -3,7 +3,6 @@ package kubeletconfig
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,8 +10,13 @@ import (
 
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
+	cliflag "k8s.io/component-base/cli/flag"
+	nodeutil "k8s.io/component-helpers/node/util"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	// The JSON log format (--logging-format=json, logging.format: json).
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	_ "k8s.io/component-base/logs/json/register"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/ptr"
@@ -24,6 +28,8 @@ import (
 // the command line (pflag's Changed), never through their default.
 type Options struct {
 	ConfigFile              string
+	ConfigDir               string
+	FeatureGates            map[string]bool
 	KubeconfigPath          string
 	BootstrapKubeconfigPath string
 	HostnameOverride        string
@@ -39,6 +45,9 @@ type Options struct {
 	// configuration, keyed by flag name.
 	overrides map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration)
 	fs        *pflag.FlagSet
+	// compat are the upstream kubelet's flags this kubelet accepts without
+	// implementing them (see addCompatFlags).
+	compat map[string]bool
 
 	// hostname returns the machine's hostname; os.Hostname unless a test
 	// replaces it.
@@ -48,35 +57,56 @@ type Options struct {
 // NewOptions returns Options holding the flag defaults.
 func NewOptions() *Options {
 	return &Options{
-		RootDir:    DefaultRootDir,
-		NodeLabels: map[string]string{},
-		flagCfg:    *NewDefaultConfig(),
-		overrides:  map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration){},
-		hostname:   os.Hostname,
+		RootDir:      DefaultRootDir,
+		NodeLabels:   map[string]string{},
+		FeatureGates: map[string]bool{},
+		flagCfg:      *NewDefaultConfig(),
+		overrides:    map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration){},
+		hostname:     os.Hostname,
 	}
 }
 
 // ConfigFlagNames maps each flag that overrides a config field to the
 // field's JSON name.
 var ConfigFlagNames = map[string]string{
-	"container-runtime-endpoint": "containerRuntimeEndpoint",
-	"pod-manifest-path":          "staticPodPath",
-	"manifest-url":               "staticPodURL",
-	"register-with-taints":       "registerWithTaints",
-	"register-node":              "registerNode",
-	"healthz-port":               "healthzPort",
-	"healthz-bind-address":       "healthzBindAddress",
-	"read-only-port":             "readOnlyPort",
-	"address":                    "address",
-	"port":                       "port",
-	"max-pods":                   "maxPods",
-	"cgroup-driver":              "cgroupDriver",
-	"fail-swap-on":               "failSwapOn",
-	"sync-frequency":             "syncFrequency",
-	"file-check-frequency":       "fileCheckFrequency",
-	"http-check-frequency":       "httpCheckFrequency",
-	"kube-api-qps":               "kubeAPIQPS",
-	"kube-api-burst":             "kubeAPIBurst",
+	"container-runtime-endpoint":      "containerRuntimeEndpoint",
+	"pod-manifest-path":               "staticPodPath",
+	"manifest-url":                    "staticPodURL",
+	"register-with-taints":            "registerWithTaints",
+	"register-node":                   "registerNode",
+	"healthz-port":                    "healthzPort",
+	"healthz-bind-address":            "healthzBindAddress",
+	"read-only-port":                  "readOnlyPort",
+	"address":                         "address",
+	"port":                            "port",
+	"max-pods":                        "maxPods",
+	"cgroup-driver":                   "cgroupDriver",
+	"fail-swap-on":                    "failSwapOn",
+	"sync-frequency":                  "syncFrequency",
+	"file-check-frequency":            "fileCheckFrequency",
+	"http-check-frequency":            "httpCheckFrequency",
+	"kube-api-qps":                    "kubeAPIQPS",
+	"kube-api-burst":                  "kubeAPIBurst",
+	"cluster-domain":                  "clusterDomain",
+	"cluster-dns":                     "clusterDNS",
+	"cgroup-root":                     "cgroupRoot",
+	"resolv-conf":                     "resolvConf",
+	"allowed-unsafe-sysctls":          "allowedUnsafeSysctls",
+	"seccomp-default":                 "seccompDefault",
+	"image-service-endpoint":          "imageServiceEndpoint",
+	"runtime-request-timeout":         "runtimeRequestTimeout",
+	"serialize-image-pulls":           "serializeImagePulls",
+	"node-status-update-frequency":    "nodeStatusUpdateFrequency",
+	"event-qps":                       "eventRecordQPS",
+	"event-burst":                     "eventBurst",
+	"provider-id":                     "providerID",
+	"kube-api-content-type":           "contentType",
+	"enable-controller-attach-detach": "enableControllerAttachDetach",
+	"kube-reserved":                   "kubeReserved",
+	"system-reserved":                 "systemReserved",
+	"eviction-hard":                   "evictionHard",
+	"logging-format":                  "logging",
+	"feature-gates":                   "featureGates",
 }
 
 // AddFlags registers the kubelet's flags on fs. It does not register klog's
@@ -86,6 +116,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	c := &o.flagCfg
 
 	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "Path to a KubeletConfiguration file (YAML or JSON) to load the configuration from; relative paths start at the working directory. Flags given on the command line override values from this file. Without it, built-in defaults are used.")
+	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "Directory of drop-in KubeletConfiguration files: every *.conf file under it, in lexical order of path, is merged (JSON merge patch) onto the --config file (or the defaults). Flags given on the command line still win.")
+	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates", "Feature gates, as comma-separated key=value pairs, merged over the config file's featureGates. Every gate of the upstream kubelet "+upstreamVersion+" is accepted; unknown gates are refused. Gates this kubelet does not act on (all but "+strings.Join(sortedKeysBool(ActedOnFeatureGates), ", ")+") warn when set to a non-default value.")
 	fs.StringVar(&o.KubeconfigPath, "kubeconfig", o.KubeconfigPath, "Path to a kubeconfig file saying how to reach the API server. Without it the kubelet runs standalone (static pods only).")
 	fs.StringVar(&o.BootstrapKubeconfigPath, "bootstrap-kubeconfig", o.BootstrapKubeconfigPath, "Path to a kubeconfig used to request a client certificate when the --kubeconfig file does not exist yet; the resulting credentials are written to --kubeconfig and certificates to --cert-dir.")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Node name to use instead of the machine's hostname.")
@@ -133,6 +165,72 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.Int32Var(c.KubeAPIQPS, "kube-api-qps", *c.KubeAPIQPS, "Queries per second allowed towards the API server (must be >= 0). Events and node heartbeats are limited separately.")
 	o.bind("kube-api-burst", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeAPIBurst = s.KubeAPIBurst })
 	fs.Int32Var(&c.KubeAPIBurst, "kube-api-burst", c.KubeAPIBurst, "Burst of requests allowed towards the API server (must be >= 0).")
+
+	// Flags of the upstream kubelet for other implemented fields.
+	o.bind("cluster-domain", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ClusterDomain = s.ClusterDomain })
+	fs.StringVar(&c.ClusterDomain, "cluster-domain", c.ClusterDomain, "Domain of the cluster; pods' DNS search paths start with it (clusterDomain).")
+	o.bind("cluster-dns", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ClusterDNS = s.ClusterDNS })
+	fs.StringSliceVar(&c.ClusterDNS, "cluster-dns", c.ClusterDNS, "Comma-separated DNS server IPs for pods with dnsPolicy ClusterFirst (clusterDNS).")
+	o.bind("cgroup-root", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.CgroupRoot = s.CgroupRoot })
+	fs.StringVar(&c.CgroupRoot, "cgroup-root", c.CgroupRoot, "Root cgroup under which pods' cgroups are placed (cgroupRoot).")
+	o.bind("resolv-conf", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ResolverConfig = ptr.To(*s.ResolverConfig) })
+	fs.StringVar(c.ResolverConfig, "resolv-conf", *c.ResolverConfig, "Resolver configuration file that pods with dnsPolicy Default inherit (resolvConf; \"\" for none).")
+	o.bind("allowed-unsafe-sysctls", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.AllowedUnsafeSysctls = s.AllowedUnsafeSysctls })
+	fs.StringSliceVar(&c.AllowedUnsafeSysctls, "allowed-unsafe-sysctls", c.AllowedUnsafeSysctls, "Comma-separated unsafe sysctls or patterns (ending in *) pods may set (allowedUnsafeSysctls).")
+	o.bind("seccomp-default", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.SeccompDefault = ptr.To(*s.SeccompDefault) })
+	fs.BoolVar(c.SeccompDefault, "seccomp-default", *c.SeccompDefault, "Use the runtime's default seccomp profile for containers that set none (seccompDefault).")
+	o.bind("image-service-endpoint", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ImageServiceEndpoint = s.ImageServiceEndpoint })
+	fs.StringVar(&c.ImageServiceEndpoint, "image-service-endpoint", c.ImageServiceEndpoint, "Endpoint of the CRI image service, when not the runtime endpoint (imageServiceEndpoint).")
+	o.bind("runtime-request-timeout", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.RuntimeRequestTimeout = s.RuntimeRequestTimeout })
+	fs.DurationVar(&c.RuntimeRequestTimeout.Duration, "runtime-request-timeout", c.RuntimeRequestTimeout.Duration, "Timeout of CRI requests except long-running ones (runtimeRequestTimeout).")
+	o.bind("serialize-image-pulls", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.SerializeImagePulls = ptr.To(*s.SerializeImagePulls)
+	})
+	fs.BoolVar(c.SerializeImagePulls, "serialize-image-pulls", *c.SerializeImagePulls, "Pull images one at a time (serializeImagePulls).")
+	o.bind("node-status-update-frequency", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.NodeStatusUpdateFrequency = s.NodeStatusUpdateFrequency
+	})
+	fs.DurationVar(&c.NodeStatusUpdateFrequency.Duration, "node-status-update-frequency", c.NodeStatusUpdateFrequency.Duration, "How often the node's status is computed and, when changed, posted (nodeStatusUpdateFrequency).")
+	o.bind("event-qps", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EventRecordQPS = ptr.To(*s.EventRecordQPS) })
+	fs.Int32Var(c.EventRecordQPS, "event-qps", *c.EventRecordQPS, "Events per second the kubelet may create (eventRecordQPS; 0: unlimited).")
+	o.bind("event-burst", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EventBurst = s.EventBurst })
+	fs.Int32Var(&c.EventBurst, "event-burst", c.EventBurst, "Burst of event creations (eventBurst).")
+	o.bind("provider-id", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ProviderID = s.ProviderID })
+	fs.StringVar(&c.ProviderID, "provider-id", c.ProviderID, "The node's provider ID, set on the Node at registration (providerID).")
+	o.bind("kube-api-content-type", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ContentType = s.ContentType })
+	fs.StringVar(&c.ContentType, "kube-api-content-type", c.ContentType, "Content type of requests to the API server (contentType).")
+	o.bind("enable-controller-attach-detach", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.EnableControllerAttachDetach = ptr.To(*s.EnableControllerAttachDetach)
+	})
+	fs.BoolVar(c.EnableControllerAttachDetach, "enable-controller-attach-detach", *c.EnableControllerAttachDetach, "Let the attach/detach controller manage this node's volumes (enableControllerAttachDetach; announced on the Node).")
+	o.bind("kube-reserved", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeReserved = s.KubeReserved })
+	fs.Var(cliflag.NewMapStringString(&c.KubeReserved), "kube-reserved", "Resources reserved for Kubernetes system daemons, as name=quantity pairs (kubeReserved).")
+	o.bind("system-reserved", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.SystemReserved = s.SystemReserved })
+	fs.Var(cliflag.NewMapStringString(&c.SystemReserved), "system-reserved", "Resources reserved for the OS's daemons, as name=quantity pairs (systemReserved).")
+	o.bind("eviction-hard", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EvictionHard = s.EvictionHard })
+	fs.Var(cliflag.NewLangleSeparatedMapStringString(&c.EvictionHard), "eviction-hard", "Hard eviction thresholds, as signal<value pairs, e.g. memory.available<1Gi (evictionHard; replaces the whole map).")
+
+	// Logging: --logging-format (text, json), -v, --vmodule,
+	// --log-flush-frequency and the [Alpha] stream options, bound to the
+	// configuration's logging stanza as upstream does.
+	logsapi.AddFlags(&c.Logging, fs)
+	for name, copyField := range map[string]func(d, s *logsapi.LoggingConfiguration){
+		"logging-format":        func(d, s *logsapi.LoggingConfiguration) { d.Format = s.Format },
+		"log-flush-frequency":   func(d, s *logsapi.LoggingConfiguration) { d.FlushFrequency = s.FlushFrequency },
+		"v":                     func(d, s *logsapi.LoggingConfiguration) { d.Verbosity = s.Verbosity },
+		"vmodule":               func(d, s *logsapi.LoggingConfiguration) { d.VModule = s.VModule },
+		"log-text-split-stream": func(d, s *logsapi.LoggingConfiguration) { d.Options.Text.SplitStream = s.Options.Text.SplitStream },
+		"log-text-info-buffer-size": func(d, s *logsapi.LoggingConfiguration) {
+			d.Options.Text.InfoBufferSize = s.Options.Text.InfoBufferSize
+		},
+		"log-json-split-stream": func(d, s *logsapi.LoggingConfiguration) { d.Options.JSON.SplitStream = s.Options.JSON.SplitStream },
+		"log-json-info-buffer-size": func(d, s *logsapi.LoggingConfiguration) {
+			d.Options.JSON.InfoBufferSize = s.Options.JSON.InfoBufferSize
+		},
+	} {
+		o.bind(name, func(d, s *kubeletv1beta1.KubeletConfiguration) { copyField(&d.Logging, &s.Logging) })
+	}
+	o.addCompatFlags(fs)
 }
 
 func (o *Options) bind(name string, f func(dst, src *kubeletv1beta1.KubeletConfiguration)) {
@@ -159,19 +257,50 @@ func (o *Options) Settings() (*Settings, error) {
 		if err != nil {
 			return nil, err
 		}
-		warnings = append(warnings, UnimplementedFieldWarnings(cfg, o.ConfigFile)...)
 	} else {
 		cfg = NewDefaultConfig()
 	}
+	var dropIns []string
+	if o.ConfigDir != "" {
+		var dropInWarnings []string
+		cfg, dropIns, dropInWarnings, err = MergeDropIns(cfg, o.ConfigDir)
+		if err != nil {
+			return nil, err
+		}
+		warnings = append(warnings, dropInWarnings...)
+	}
+	warnings = append(warnings, UnimplementedFieldWarnings(cfg, o.configFiles())...)
 	o.applyFlags(cfg)
+	// Flag gates are merged over the file's, flags winning, as upstream.
+	if len(o.FeatureGates) > 0 {
+		if cfg.FeatureGates == nil {
+			cfg.FeatureGates = map[string]bool{}
+		}
+		for k, v := range o.FeatureGates {
+			cfg.FeatureGates[k] = v
+		}
+	}
 	if o.fs.Changed("pod-infra-container-image") {
 		warnings = append(warnings, "flag --pod-infra-container-image is ignored: the container runtime chooses the sandbox image (set it in the runtime's configuration, e.g. containerd's sandbox_image)")
 	}
+	warnings = append(warnings, o.compatFlagWarnings()...)
 
 	errs := Validate(cfg)
+	gates, err := NewFeatureGate()
+	if err != nil {
+		return nil, err
+	}
+	if err := gates.SetFromMap(cfg.FeatureGates); err != nil {
+		errs = append(errs, field.Invalid(field.NewPath("featureGates"), cfg.FeatureGates, err.Error()))
+	} else {
+		warnings = append(warnings, FeatureGateWarnings(cfg.FeatureGates, "featureGates")...)
+	}
 	s := &Settings{
 		Config:                  cfg,
 		ConfigFile:              o.ConfigFile,
+		ConfigDir:               o.ConfigDir,
+		DropIns:                 dropIns,
+		FeatureGates:            gates,
 		KubeconfigPath:          o.KubeconfigPath,
 		BootstrapKubeconfigPath: o.BootstrapKubeconfigPath,
 		RootDir:                 o.RootDir,
@@ -208,10 +337,25 @@ func (o *Options) Settings() (*Settings, error) {
 }
 
 func (o *Options) configSource() string {
-	if o.ConfigFile == "" {
+	if o.ConfigFile == "" && o.ConfigDir == "" {
 		return ""
 	}
-	return " (config file " + o.ConfigFile + " and flags)"
+	return " (" + o.configFiles() + " and flags)"
+}
+
+// configFiles names where the configuration came from, for messages.
+func (o *Options) configFiles() string {
+	var parts []string
+	if o.ConfigFile != "" {
+		parts = append(parts, "config file "+o.ConfigFile)
+	}
+	if o.ConfigDir != "" {
+		parts = append(parts, "drop-ins in "+o.ConfigDir)
+	}
+	if len(parts) == 0 {
+		return "default configuration"
+	}
+	return strings.Join(parts, " with ")
 }
 
 func joinErrors(errs field.ErrorList) string {
@@ -278,35 +422,22 @@ func NewSettings(args []string) (*Settings, error) {
 	return o.Settings()
 }
 
-// ParseNodeIPs parses the --node-ip value: empty, one IP, or two IPs of
-// different families separated by a comma. An unspecified address
-// (0.0.0.0 or ::) is allowed only alone; it asks for the default address
-// of that family. The result holds the IPs in canonical form.
+// ParseNodeIPs parses the --node-ip value with upstream's own parser
+// (component-helpers' ParseNodeIPArgument): empty, one IP, or an IPv4 and
+// an IPv6 separated by a comma; 0.0.0.0 or :: (the default address of that
+// family) only alone. Upstream logs and ignores entries that are not IPs;
+// here they are an error, so a typo never silently changes the node's
+// address. The result holds the IPs in canonical form.
 func ParseNodeIPs(s string) ([]string, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
+	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	parts := strings.Split(s, ",")
-	if len(parts) > 2 {
-		return nil, fmt.Errorf("at most two addresses (one IPv4, one IPv6) may be given, got %d", len(parts))
+	ips, invalid, err := nodeutil.ParseNodeIPArgument(s, "")
+	if len(invalid) > 0 {
+		return nil, fmt.Errorf("%s: not an IP address", strings.Join(invalid, ", "))
 	}
-	var ips []net.IP
-	for _, p := range parts {
-		p = strings.TrimSpace(p)
-		ip := net.ParseIP(p)
-		if ip == nil {
-			return nil, fmt.Errorf("%q is not an IP address", p)
-		}
-		ips = append(ips, ip)
-	}
-	if len(ips) == 2 {
-		if (ips[0].To4() == nil) == (ips[1].To4() == nil) {
-			return nil, errors.New("two addresses must be one IPv4 and one IPv6")
-		}
-		if ips[0].IsUnspecified() || ips[1].IsUnspecified() {
-			return nil, errors.New("an unspecified address (0.0.0.0 or ::) cannot be part of a dual-stack pair")
-		}
+	if err != nil {
+		return nil, err
 	}
 	out := make([]string, len(ips))
 	for i, ip := range ips {

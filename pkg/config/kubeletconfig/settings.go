@@ -1,6 +1,7 @@
 package kubeletconfig
 
 import (
+	"k8s.io/component-base/featuregate"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
@@ -12,6 +13,13 @@ type Settings struct {
 	Config *kubeletv1beta1.KubeletConfiguration
 	// ConfigFile is the --config path ("" when none).
 	ConfigFile string
+	// ConfigDir is --config-dir ("" when none) and DropIns the files of it
+	// that were merged, in order.
+	ConfigDir string
+	DropIns   []string
+	// FeatureGates is the effective feature gate (Config.FeatureGates
+	// applied to every gate of the upstream kubelet).
+	FeatureGates featuregate.FeatureGate
 
 	// KubeconfigPath is --kubeconfig; empty means standalone mode (no API
 	// server).

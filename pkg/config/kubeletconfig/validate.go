@@ -16,6 +16,8 @@ import (
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/gokubelet/kubelet/pkg/pod/admission"
 )
 
 // EvictionSignals are the eviction signals accepted in evictionHard,
@@ -254,6 +256,13 @@ func Validate(cfg *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	if cfg.ClusterDomain != "" {
 		for _, msg := range utilvalidation.IsDNS1123Subdomain(strings.TrimSuffix(cfg.ClusterDomain, ".")) {
 			errs = append(errs, field.Invalid(p("clusterDomain"), cfg.ClusterDomain, msg))
+		}
+	}
+
+	// Pod security.
+	for i, pattern := range cfg.AllowedUnsafeSysctls {
+		if err := admission.CheckSysctlPattern(pattern); err != nil {
+			errs = append(errs, field.Invalid(p("allowedUnsafeSysctls").Index(i), pattern, err.Error()))
 		}
 	}
 

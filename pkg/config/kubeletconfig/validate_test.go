@@ -125,6 +125,9 @@ func TestValidate(t *testing.T) {
 			c.ClusterDomain = "cluster.local"
 			c.ClusterDNS = []string{"10.96.0.10", "fd00::a"}
 		}, nil},
+		{"allowedUnsafeSysctls", func(c *kubeletv1beta1.KubeletConfiguration) {
+			c.AllowedUnsafeSysctls = []string{"kernel.msg*", "net.core.somaxconn", "kernel.modprobe", "Bad!"}
+		}, []string{"allowedUnsafeSysctls[2]: Invalid value: \"kernel.modprobe\": the sysctls \"kernel.modprobe\" are not known to be namespaced", "allowedUnsafeSysctls[3]"}},
 		{"registerWithTaints effect", func(c *kubeletv1beta1.KubeletConfiguration) {
 			c.RegisterWithTaints = []v1.Taint{{Key: "a", Effect: "Never"}}
 		}, []string{"registerWithTaints[0].effect: Unsupported value: \"Never\""}},

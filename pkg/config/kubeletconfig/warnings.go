@@ -14,30 +14,44 @@ import (
 // accepted but, when a file sets it to a non-default value, reported by
 // UnimplementedFieldWarnings. Add a field here in the same change that makes
 // the kubelet honour it.
+//
+// TestImplementedFieldsAreRead fails when a listed field is read nowhere
+// outside this package, so the list cannot claim more than the code does.
 var ImplementedFields = []string{
 	"apiVersion", "kind",
 	// Pod sources.
 	"staticPodPath", "staticPodURL", "staticPodURLHeader",
 	"syncFrequency", "fileCheckFrequency", "httpCheckFrequency",
-	// Servers and their security.
-	"enableServer", "address", "port", "readOnlyPort",
+	// Servers.
+	"address", "port", "readOnlyPort",
 	"healthzPort", "healthzBindAddress",
-	"authentication", "authorization",
 	// API client and registration.
-	"kubeAPIQPS", "kubeAPIBurst", "eventRecordQPS", "eventBurst",
-	"registerNode", "registerWithTaints", "providerID",
+	"kubeAPIQPS", "kubeAPIBurst", "contentType", "eventRecordQPS", "eventBurst",
+	"registerNode", "registerWithTaints", "providerID", "enableControllerAttachDetach",
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
 	// Runtime and images.
 	"containerRuntimeEndpoint", "imageServiceEndpoint", "runtimeRequestTimeout",
-	"serializeImagePulls", "maxParallelImagePulls", "registryPullQPS", "registryBurst",
-	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
+	"serializeImagePulls", "maxParallelImagePulls",
 	// Pods and resources.
-	"maxPods", "podPidsLimit", "cgroupDriver", "cgroupsPerQOS", "cgroupRoot",
+	"maxPods", "cgroupDriver", "cgroupRoot",
 	"kubeReserved", "systemReserved", "evictionHard", "mergeDefaultEvictionSettings", "failSwapOn",
 	// Networking and DNS.
-	"clusterDNS", "clusterDomain", "resolvConf", "hairpinMode",
+	"clusterDNS", "clusterDomain", "resolvConf",
+	// Pod security.
+	"allowedUnsafeSysctls", "seccompDefault",
 	// Logs.
-	"podLogsDir", "containerLogMaxSize", "containerLogMaxFiles",
+	"podLogsDir", "logging",
+	// Feature gates (see FeatureGateWarnings for the gates acted on).
+	"featureGates",
+}
+
+// honouredInThisPackage are implemented fields whose whole effect is in
+// this package's defaulting (so no other package needs to read them).
+var honouredInThisPackage = map[string]bool{
+	// Fills missing evictionHard signals from the defaults (SetDefaults).
+	"mergeDefaultEvictionSettings": true,
+	// Applied to the feature gate built here (Settings.FeatureGates).
+	"featureGates": true,
 }
 
 // IsImplemented reports whether the top-level field (JSON name) is in

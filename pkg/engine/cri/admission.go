@@ -14,6 +14,13 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 )
 
+// SecurityAdmission is the node-security part of admission: sysctls the
+// node allows, and why AppArmor is unavailable ("" when it is available).
+type SecurityAdmission struct {
+	Sysctls       *admission.SysctlAllowlist
+	AppArmorError string
+}
+
 // admissionCache remembers, per pod, admission's decision: a pod is
 // admitted once, and a rejected pod is not reconsidered on every update.
 type admissionCache struct {
@@ -64,7 +71,11 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	if podstatus.IsTerminal(p.Status.Phase) {
 		return false
 	}
-	res := admission.Admit(p, e.core.Node(), e.activePods(p.UID))
+	node := e.core.Node()
+	res := admission.Security(p, node, e.security.Sysctls, e.security.AppArmorError)
+	if res.Admit {
+		res = admission.Admit(p, node, e.activePods(p.UID))
+	}
 	e.admission.set(p.UID, res.Admit)
 	if res.Admit {
 		return true

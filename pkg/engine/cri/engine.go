@@ -69,6 +69,8 @@ type Deps struct {
 	Runtime Runtime
 	// Probes runs liveness, readiness and startup probes.
 	Probes *prober.Manager
+	// Security is the node-security part of admission.
+	Security SecurityAdmission
 	// Volumes sets up and tears down the pods' volumes on the host; its
 	// Resync and Evict callbacks are the engine's.
 	Volumes *volume.Manager
@@ -105,6 +107,7 @@ type Engine struct {
 
 	reasons   reasonCache
 	admission admissionCache
+	security  SecurityAdmission
 
 	// housekeepingRuns counts housekeeping passes (sync loop only).
 	housekeepingRuns int
@@ -122,6 +125,7 @@ func New(d Deps) *Engine {
 		runtime:        d.Runtime,
 		probes:         d.Probes,
 		volumes:        d.Volumes,
+		security:       d.Security,
 		vols:           volumeState{waiting: map[types.UID]map[string]container.WaitingReason{}},
 		clock:          d.Clock,
 		hostIPs:        d.HostIPs,

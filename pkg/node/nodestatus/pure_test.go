@@ -8,8 +8,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 )
@@ -277,5 +279,41 @@ func TestStatusPatchCarriesUIDAndNoSpec(t *testing.T) {
 	}
 	if _, ok := m["status"]; !ok {
 		t.Errorf("status missing: %s", p)
+	}
+}
+
+// A changed address list is replaced whole: a merge on "type" would keep a
+// stale second InternalIP.
+func TestStatusPatchReplacesChangedAddresses(t *testing.T) {
+	old := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u1"}, Status: v1.NodeStatus{Addresses: []v1.NodeAddress{
+		{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeHostName, Address: "n"}}}}
+	upd := old.DeepCopy()
+	// A second address of the same type (dual stack added).
+	upd.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeInternalIP, Address: "fd00::1"}, {Type: v1.NodeHostName, Address: "n"}}
+	patch, err := StatusPatch(old, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldJSON, _ := json.Marshal(old)
+	merged, err := strategicpatch.StrategicMergePatch(oldJSON, patch, v1.Node{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got v1.Node
+	if err := json.Unmarshal(merged, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got.Status.Addresses, upd.Status.Addresses) {
+		t.Errorf("addresses after patch %v, want %v (patch %s)", got.Status.Addresses, upd.Status.Addresses, patch)
+	}
+	if !strings.Contains(string(patch), `"uid":"u1"`) {
+		t.Errorf("the UID precondition is lost: %s", patch)
+	}
+	// Unchanged addresses: no addresses in the patch.
+	same := old.DeepCopy()
+	same.Status.Phase = v1.NodeRunning
+	patch, _ = StatusPatch(old, same)
+	if strings.Contains(string(patch), "addresses") {
+		t.Errorf("unchanged addresses patched: %s", patch)
 	}
 }

@@ -3,6 +3,7 @@ package nodestatus
 import (
 	"encoding/json"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
@@ -58,6 +59,14 @@ func StatusPatch(original, updated *v1.Node) ([]byte, error) {
 	u := updated.DeepCopy()
 	o.ResourceVersion, u.ResourceVersion = "", ""
 	u.Spec = o.Spec
+	// status.addresses is declared patchStrategy=merge on "type", which is
+	// not unique (two InternalIPs): a two-way merge patch of a changed list
+	// is wrong. As upstream (component-helpers' PatchNodeStatus), diff
+	// without it and replace the whole list instead.
+	replaceAddresses := len(o.Status.Addresses) > 0 && !equality.Semantic.DeepEqual(o.Status.Addresses, u.Status.Addresses)
+	if replaceAddresses {
+		u.Status.Addresses = o.Status.Addresses
+	}
 	oldJSON, err := json.Marshal(o)
 	if err != nil {
 		return nil, fmt.Errorf("encoding node %s: %w", o.Name, err)
@@ -70,12 +79,28 @@ func StatusPatch(original, updated *v1.Node) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("computing status patch for node %s: %w", u.Name, err)
 	}
-	if original.UID == "" {
+	if original.UID == "" && !replaceAddresses {
 		return patch, nil
 	}
 	var m map[string]any
 	if err := json.Unmarshal(patch, &m); err != nil {
 		return nil, err
+	}
+	if replaceAddresses {
+		var addrs []any
+		for _, a := range updated.Status.Addresses {
+			addrs = append(addrs, map[string]any{"type": string(a.Type), "address": a.Address})
+		}
+		addrs = append(addrs, map[string]any{"$patch": "replace"})
+		st, _ := m["status"].(map[string]any)
+		if st == nil {
+			st = map[string]any{}
+		}
+		st["addresses"] = addrs
+		m["status"] = st
+	}
+	if original.UID == "" {
+		return json.Marshal(m)
 	}
 	meta, _ := m["metadata"].(map[string]any)
 	if meta == nil {

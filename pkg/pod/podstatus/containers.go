@@ -73,9 +73,27 @@ type ProbeResults func(kind ProbeKind, containerName, containerID string) (succe
 //     LastTerminationState.
 func ContainerStatuses(pod *v1.Pod, init bool, observed *container.PodStatus, waiting map[string]container.WaitingReason, previous []v1.ContainerStatus, runtimeType string) []v1.ContainerStatus {
 	specs := pod.Spec.Containers
+	kind := podspec.App
 	if init {
-		specs = pod.Spec.InitContainers
+		specs, kind = pod.Spec.InitContainers, podspec.Init
 	}
+	return containerStatuses(pod, specs, kind, observed, waiting, previous, runtimeType)
+}
+
+// EphemeralContainerStatuses computes the statuses of the pod's ephemeral
+// containers, in spec order, with the rules of ContainerStatuses; an
+// ephemeral container is never restarted, so a waiting reason applies only
+// until it first runs.
+func EphemeralContainerStatuses(pod *v1.Pod, observed *container.PodStatus, waiting map[string]container.WaitingReason, previous []v1.ContainerStatus, runtimeType string) []v1.ContainerStatus {
+	specs := make([]v1.Container, len(pod.Spec.EphemeralContainers))
+	for i := range pod.Spec.EphemeralContainers {
+		specs[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+	}
+	return containerStatuses(pod, specs, podspec.Ephemeral, observed, waiting, previous, runtimeType)
+}
+
+func containerStatuses(pod *v1.Pod, specs []v1.Container, kind podspec.Kind, observed *container.PodStatus, waiting map[string]container.WaitingReason, previous []v1.ContainerStatus, runtimeType string) []v1.ContainerStatus {
+	init := kind == podspec.Init
 	if len(specs) == 0 {
 		return nil
 	}
@@ -137,8 +155,11 @@ func ContainerStatuses(pod *v1.Pod, init bool, observed *container.PodStatus, wa
 			st.Image = spec.Image
 		}
 
-		if r, ok := waiting[spec.Name]; ok && r.Reason != "" && !(init && !podspec.IsSidecar(spec) && exitedOK(latest)) &&
-			ShouldRestart(pod, spec, init, latest) {
+		restarts := ShouldRestart(pod, spec, init, latest)
+		if kind == podspec.Ephemeral {
+			restarts = pod.DeletionTimestamp == nil && latest == nil
+		}
+		if r, ok := waiting[spec.Name]; ok && r.Reason != "" && !(init && !podspec.IsSidecar(spec) && exitedOK(latest)) && restarts {
 			if st.State.Terminated != nil {
 				st.LastTerminationState = st.State
 			}
@@ -146,7 +167,7 @@ func ContainerStatuses(pod *v1.Pod, init bool, observed *container.PodStatus, wa
 		}
 		out = append(out, st)
 	}
-	if !init {
+	if kind == podspec.App {
 		sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	}
 	return out

@@ -51,6 +51,11 @@ func Compute(pod *v1.Pod, observed *container.PodStatus, waiting map[string]cont
 
 	s.InitContainerStatuses = ContainerStatuses(pod, true, observed, waiting, old.InitContainerStatuses, opts.RuntimeType)
 	s.ContainerStatuses = ContainerStatuses(pod, false, observed, waiting, old.ContainerStatuses, opts.RuntimeType)
+	s.EphemeralContainerStatuses = EphemeralContainerStatuses(pod, observed, waiting, old.EphemeralContainerStatuses, opts.RuntimeType)
+	for i := range s.EphemeralContainerStatuses {
+		started := s.EphemeralContainerStatuses[i].State.Running != nil
+		s.EphemeralContainerStatuses[i].Started = &started
+	}
 	if opts.Terminal {
 		markContainersTerminated(pod, &s)
 	}
@@ -116,6 +121,8 @@ func Compute(pod *v1.Pod, observed *container.PodStatus, waiting map[string]cont
 	if len(s.PodIPs) > 0 {
 		s.PodIP = s.PodIPs[0].IP
 	}
+
+	CapTerminationMessages(pod, &s)
 
 	// The start time is set once, when the kubelet first reports the pod.
 	switch {

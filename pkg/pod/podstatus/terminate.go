@@ -50,6 +50,38 @@ func markContainersTerminated(pod *v1.Pod, s *v1.PodStatus) {
 			s.InitContainerStatuses[i].State = unknown()
 		}
 	}
+	for i := range s.EphemeralContainerStatuses {
+		if s.EphemeralContainerStatuses[i].State.Running != nil {
+			s.EphemeralContainerStatuses[i].State = unknown()
+		}
+	}
+}
+
+// MaxPodTerminationMessageBytes is what all of a pod's termination
+// messages may take in its status (upstream's 12 KiB); each container gets
+// an equal share.
+const MaxPodTerminationMessageBytes = 12 << 10
+
+// CapTerminationMessages cuts each container's termination messages to
+// its share of MaxPodTerminationMessageBytes, as upstream does before
+// writing a status.
+func CapTerminationMessages(pod *v1.Pod, s *v1.PodStatus) {
+	n := len(pod.Spec.Containers) + len(pod.Spec.InitContainers) + len(pod.Spec.EphemeralContainers)
+	share := MaxPodTerminationMessageBytes
+	if n > 0 {
+		share /= n
+	}
+	cut := func(st *v1.ContainerState) {
+		if st.Terminated != nil && len(st.Terminated.Message) > share {
+			st.Terminated.Message = st.Terminated.Message[:share]
+		}
+	}
+	for _, list := range [][]v1.ContainerStatus{s.InitContainerStatuses, s.ContainerStatuses, s.EphemeralContainerStatuses} {
+		for i := range list {
+			cut(&list[i].State)
+			cut(&list[i].LastTerminationState)
+		}
+	}
 }
 
 // initializedBefore reports, from API statuses, whether the pod got past

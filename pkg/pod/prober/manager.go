@@ -292,6 +292,18 @@ func (m *Manager) Result(uid types.UID) podstatus.ProbeResults {
 	}
 }
 
+// StartupSucceeded reports whether the startup probe of one running
+// container instance has succeeded: false until it has a result and while
+// it fails. It has the shape kuberuntime.Options.Started takes (the next
+// init container waits for a sidecar's startup probe). A container without
+// a startup probe has no result: callers only ask for probed ones.
+func (m *Manager) StartupSucceeded(uid types.UID, name, containerID string) bool {
+	if m == nil {
+		return true
+	}
+	return m.result(uid, name, Startup, containerID) == Success
+}
+
 // Liveness reports whether the liveness or startup probe of one container
 // instance reached its failureThreshold; message says which in upstream's
 // words ("Container web failed liveness probe"). It has the shape

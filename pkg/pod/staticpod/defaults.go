@@ -61,6 +61,21 @@ func applyDefaults(pod *v1.Pod) {
 	for i := range spec.Volumes {
 		defaultVolume(&spec.Volumes[i])
 	}
+	roundUp(spec.Overhead)
+	if spec.Resources != nil {
+		roundUp(spec.Resources.Limits)
+		roundUp(spec.Resources.Requests)
+	}
+}
+
+// roundUp rounds every quantity up to milli precision, as the API server's
+// defaulting does (a request of 1n CPU becomes 1m). The stored value is
+// the one the upstream kubelet hashes into a static pod's UID.
+func roundUp(l v1.ResourceList) {
+	for name, q := range l {
+		q.RoundUp(-3)
+		l[name] = q
+	}
 }
 
 func defaultContainer(c *v1.Container, hostNetwork bool) {
@@ -89,6 +104,8 @@ func defaultContainer(c *v1.Container, hostNetwork bool) {
 		}
 	}
 	defaultResources(&c.Resources)
+	roundUp(c.Resources.Limits)
+	roundUp(c.Resources.Requests)
 	defaultProbe(c.LivenessProbe)
 	defaultProbe(c.ReadinessProbe)
 	defaultProbe(c.StartupProbe)
@@ -145,6 +162,9 @@ func defaultProbe(p *v1.Probe) {
 	if p.HTTPGet != nil {
 		defaultHTTPGet(p.HTTPGet)
 	}
+	if p.GRPC != nil && p.GRPC.Service == nil {
+		p.GRPC.Service = ptr.To("")
+	}
 }
 
 func defaultHandler(h *v1.LifecycleHandler) {
@@ -164,6 +184,10 @@ func defaultHTTPGet(g *v1.HTTPGetAction) {
 
 func defaultVolume(v *v1.Volume) {
 	src := &v.VolumeSource
+	if ptr.AllPtrFieldsNil(src) {
+		// A volume naming no source is an emptyDir.
+		src.EmptyDir = &v1.EmptyDirVolumeSource{}
+	}
 	switch {
 	case src.HostPath != nil:
 		if src.HostPath.Type == nil {
@@ -191,10 +215,25 @@ func defaultVolume(v *v1.Volume) {
 			src.Projected.DefaultMode = ptr.To(defaultVolumeMode)
 		}
 		for i := range src.Projected.Sources {
-			if t := src.Projected.Sources[i].ServiceAccountToken; t != nil && t.ExpirationSeconds == nil {
+			ps := &src.Projected.Sources[i]
+			if t := ps.ServiceAccountToken; t != nil && t.ExpirationSeconds == nil {
 				t.ExpirationSeconds = ptr.To(defaultServiceAccountTokenS)
 			}
+			if d := ps.DownwardAPI; d != nil {
+				for j := range d.Items {
+					if fr := d.Items[j].FieldRef; fr != nil && fr.APIVersion == "" {
+						fr.APIVersion = defaultFieldRefAPIVersion
+					}
+				}
+			}
 		}
+	case src.Ephemeral != nil && src.Ephemeral.VolumeClaimTemplate != nil:
+		pvc := &src.Ephemeral.VolumeClaimTemplate.Spec
+		if pvc.VolumeMode == nil {
+			pvc.VolumeMode = ptr.To(v1.PersistentVolumeFilesystem)
+		}
+		roundUp(pvc.Resources.Limits)
+		roundUp(pvc.Resources.Requests)
 	}
 }
 

@@ -1,14 +1,10 @@
 package staticpod
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -37,32 +33,16 @@ func StaticPodName(name, nodeName string) string {
 	return name + "-" + strings.ToLower(nodeName)
 }
 
-// uidFor derives a static pod's UID. As upstream does, it is a hash of the
-// pod content together with where it came from: for a file the node name
-// and the file path (the same file on two nodes, or two copies of one file,
-// are distinct pods), for HTTP the URL. The same bytes from the same place
-// thus always give the same UID (a kubelet restart finds its pods again)
-// and any edit gives a new one (an edited static pod is replaced, not
-// updated in place). It is hex, 32 characters, like upstream's.
-func uidFor(pod *v1.Pod, source, origin, nodeName string) (types.UID, error) {
-	content, err := json.Marshal(pod)
-	if err != nil {
-		return "", fmt.Errorf("hashing pod: %w", err)
-	}
-	h := sha256.New()
-	h.Write(content)
-	switch source {
-	case podspec.SourceFile:
-		fmt.Fprintf(h, "host:%s", nodeName)
-		fmt.Fprintf(h, "file:%s", origin)
-	default:
-		fmt.Fprintf(h, "url:%s", origin)
-	}
-	return types.UID(hex.EncodeToString(h.Sum(nil)[:16])), nil
-}
-
 // applyIdentity makes a validated, defaulted pod a static pod of nodeName.
-func applyIdentity(pod *v1.Pod, source, origin, nodeName string) field.ErrorList {
+// namespace is the pod's namespace as the manifest wrote it ("" when
+// absent), which enters the UID (see uidFor).
+func applyIdentity(pod *v1.Pod, namespace, source, origin, nodeName string) field.ErrorList {
+	// The UID hashes the pod as decoded and defaulted, before anything below
+	// touches it, as upstream does.
+	uid := pod.UID
+	if uid == "" {
+		uid = uidFor(pod, namespace, source, origin, nodeName)
+	}
 	var errs field.ErrorList
 	specPath := field.NewPath("spec")
 	if class := pod.Spec.PriorityClassName; class != "" {
@@ -87,13 +67,7 @@ func applyIdentity(pod *v1.Pod, source, origin, nodeName string) field.ErrorList
 		return errs
 	}
 
-	if pod.UID == "" {
-		uid, err := uidFor(pod, source, origin, nodeName)
-		if err != nil {
-			return field.ErrorList{field.InternalError(field.NewPath("metadata", "uid"), err)}
-		}
-		pod.UID = uid
-	}
+	pod.UID = uid
 	pod.Name = name
 	pod.Spec.NodeName = nodeName
 	if pod.Annotations == nil {

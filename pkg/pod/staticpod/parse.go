@@ -35,6 +35,7 @@ func Parse(data []byte, source, origin, nodeName string) ([]*v1.Pod, error) {
 	var errs []error
 	names := map[string]int{}
 	for i, pod := range pods {
+		namespace := pod.Namespace
 		applyDefaults(pod)
 		if fieldErrs := validatePod(pod); len(fieldErrs) > 0 {
 			errs = append(errs, fmt.Errorf("pod %d (%q): %w", i, pod.Name, fieldErrs.ToAggregate()))
@@ -46,7 +47,7 @@ func Parse(data []byte, source, origin, nodeName string) ([]*v1.Pod, error) {
 			continue
 		}
 		names[key] = i
-		if fieldErrs := applyIdentity(pod, source, origin, nodeName); len(fieldErrs) > 0 {
+		if fieldErrs := applyIdentity(pod, namespace, source, origin, nodeName); len(fieldErrs) > 0 {
 			errs = append(errs, fmt.Errorf("pod %d (%q): %w", i, pod.Name, fieldErrs.ToAggregate()))
 		}
 	}

@@ -60,7 +60,10 @@ type ContainerToStart struct {
 	Name string
 	// Init is true for init containers (including sidecars).
 	Init bool
-	// Index in pod.Spec.InitContainers or pod.Spec.Containers.
+	// Ephemeral is true for ephemeral containers (never restarted).
+	Ephemeral bool
+	// Index in pod.Spec.InitContainers, pod.Spec.Containers or
+	// pod.Spec.EphemeralContainers.
 	Index int
 	// RestartCount is the attempt number the new instance gets.
 	RestartCount int
@@ -82,8 +85,8 @@ type Deferred struct {
 
 // PodActions is what SyncPod must do for a pod, in this order: kill the pod
 // (all containers and the sandbox) if KillPod, else kill ContainersToKill;
-// create the sandbox if CreateSandbox; start InitContainersToStart in order;
-// then ContainersToStart.
+// create the sandbox if CreateSandbox; start EphemeralContainersToStart;
+// start InitContainersToStart in order; then ContainersToStart.
 type PodActions struct {
 	// KillPod stops every container and the sandbox first.
 	KillPod bool
@@ -102,14 +105,28 @@ type PodActions struct {
 	// containers) to (re)start.
 	InitContainersToStart []ContainerToStart
 	ContainersToStart     []ContainerToStart
-	ContainersToKill      []ContainerToKill
-	Deferred              []Deferred
+	// EphemeralContainersToStart are the ephemeral containers that never
+	// ran in the pod; they start in the running sandbox whatever the state
+	// of initialization, and are never restarted.
+	EphemeralContainersToStart []ContainerToStart
+	ContainersToKill           []ContainerToKill
+	Deferred                   []Deferred
 }
 
 // Empty reports whether there is nothing to do.
 func (a PodActions) Empty() bool {
 	return !a.KillPod && !a.CreateSandbox && len(a.InitContainersToStart) == 0 &&
-		len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0
+		len(a.ContainersToStart) == 0 && len(a.ContainersToKill) == 0 && len(a.EphemeralContainersToStart) == 0
+}
+
+// Probes are what the pure decision reads of probe results.
+type Probes struct {
+	// Liveness tells which running instances failed their liveness or
+	// startup probe (nil: none).
+	Liveness LivenessFunc
+	// Started tells whether a running instance's startup probe succeeded
+	// (nil: every running instance counts as started).
+	Started StartedFunc
 }
 
 // BackoffKey is the crash back-off key of a container of pod: a new spec
@@ -128,6 +145,14 @@ func BackoffKey(pod *v1.Pod, c *v1.Container) string {
 // always restart), as upstream: the crash back-off only delays restarts of
 // containers that exited on their own.
 func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState, liveness LivenessFunc, now time.Time) PodActions {
+	return ComputePodActionsWith(pod, status, bo, Probes{Liveness: liveness}, now)
+}
+
+// ComputePodActionsWith is ComputePodActions with every probe answer: an
+// init container that follows a sidecar with a startup probe waits until
+// that probe succeeded, as upstream.
+func ComputePodActionsWith(pod *v1.Pod, status *container.PodStatus, bo BackoffState, probes Probes, now time.Time) PodActions {
+	liveness := probes.Liveness
 	var a PodActions
 	if status == nil {
 		status = &container.PodStatus{}
@@ -176,6 +201,9 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 	for _, c := range pod.Spec.Containers {
 		specNames[c.Name] = true
 	}
+	for _, c := range pod.Spec.EphemeralContainers {
+		specNames[c.Name] = true
+	}
 	for _, s := range status.Containers {
 		if s.State != container.StateRunning {
 			continue
@@ -190,11 +218,21 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 		}
 	}
 
-	initDone := a.computeInit(pod, status, sandboxID, bo, liveness, now)
+	// Ephemeral containers start even while initialization is under way;
+	// one that ran once (in any sandbox) never runs again.
+	for i := range pod.Spec.EphemeralContainers {
+		name := pod.Spec.EphemeralContainers[i].Name
+		if status.Latest(name) == nil {
+			a.EphemeralContainersToStart = append(a.EphemeralContainersToStart, ContainerToStart{Name: name, Ephemeral: true, Index: i})
+		}
+	}
+
+	initDone := a.computeInit(pod, status, sandboxID, bo, probes, now)
 	if a.InitFailed {
 		a.KillPod = true
 		a.ContainersToKill = nil
 		a.InitContainersToStart = nil
+		a.EphemeralContainersToStart = nil
 		return a
 	}
 	if !initDone {
@@ -212,7 +250,7 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 		}
 		switch latest.State {
 		case container.StateRunning:
-			if latest.Hash != HashContainer(c) {
+			if containerChanged(c, latest.Hash) {
 				a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: latest.ID, Name: c.Name, Reason: KillReasonSpecChanged,
 					Message: fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)})
 				a.ContainersToStart = append(a.ContainersToStart, start)
@@ -257,13 +295,15 @@ func ComputePodActions(pod *v1.Pod, status *container.PodStatus, bo BackoffState
 		a.KillPod = true
 		a.ContainersToKill = nil
 		a.InitContainersToStart = nil
+		a.EphemeralContainersToStart = nil
 	}
 	return a
 }
 
 // computeInit fills the init container steps and reports whether all
 // regular init containers have completed (so app containers may run).
-func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandboxID string, bo BackoffState, liveness LivenessFunc, now time.Time) bool {
+func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandboxID string, bo BackoffState, probes Probes, now time.Time) bool {
+	liveness := probes.Liveness
 	// If an app container already ran in this sandbox, init is complete
 	// even if the init instances were garbage-collected.
 	appStarted := false
@@ -289,7 +329,7 @@ func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandb
 		}
 		switch {
 		case s.State == container.StateRunning:
-			if sidecar && s.Hash != HashContainer(c) {
+			if sidecar && containerChanged(c, s.Hash) {
 				a.ContainersToKill = append(a.ContainersToKill, ContainerToKill{ID: s.ID, Name: c.Name, Reason: KillReasonSpecChanged,
 					Message: fmt.Sprintf("Init container %s definition changed, will be restarted", c.Name)})
 				a.InitContainersToStart = append(a.InitContainersToStart, start)
@@ -303,6 +343,15 @@ func (a *PodActions) computeInit(pod *v1.Pod, status *container.PodStatus, sandb
 					k.Message += ", will be restarted"
 					a.ContainersToKill = append(a.ContainersToKill, k)
 					a.InitContainersToStart = append(a.InitContainersToStart, start)
+					if !appStarted {
+						return false
+					}
+					continue
+				}
+				// The next init container waits for the sidecar's startup
+				// probe, the first time through initialization.
+				if !appStarted && c.StartupProbe != nil && probes.Started != nil && !probes.Started(pod.UID, c.Name, s.ID) {
+					return false
 				}
 				continue
 			}

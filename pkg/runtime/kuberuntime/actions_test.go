@@ -40,6 +40,7 @@ func render(a PodActions) string {
 		}
 		parts = append(parts, tag+"["+strings.Join(s, ",")+"]")
 	}
+	list("ephemeral", a.EphemeralContainersToStart)
 	list("init", a.InitContainersToStart)
 	list("start", a.ContainersToStart)
 	if len(a.ContainersToKill) > 0 {
@@ -329,6 +330,60 @@ func TestProbeKillMessageAndGrace(t *testing.T) {
 			}
 			if (k.GracePeriod == nil) != (tc.wantGrace == nil) || (k.GracePeriod != nil && *k.GracePeriod != *tc.wantGrace) {
 				t.Errorf("grace period %v, want %v", k.GracePeriod, tc.wantGrace)
+			}
+		})
+	}
+}
+
+func withEphemeral(name string) podOpt {
+	return func(p *v1.Pod) {
+		p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, v1.EphemeralContainer{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: name, Image: "img:1"}})
+	}
+}
+
+// TestSidecarStartupAndEphemeral covers what the rest of the pod spec adds
+// to the decision: init containers after a sidecar wait for its startup
+// probe; ephemeral containers start once and never again.
+func TestSidecarStartupAndEphemeral(t *testing.T) {
+	always, never := v1.RestartPolicyAlways, v1.RestartPolicyNever
+	withStartup := func(name string) podOpt {
+		return func(p *v1.Pod) {
+			findContainer(p, name).StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"true"}}}}
+		}
+	}
+	cases := []struct {
+		name    string
+		pod     *v1.Pod
+		w       world
+		started map[string]bool
+		want    string
+	}{
+		{name: "sidecar without startup probe: next init at once", pod: mkPod(always, withSidecar("proxy"), withInit("i1")), w: world{"ready", []string{"proxy=running"}}, want: "init[i1#0]"},
+		{name: "sidecar startup probe pending: wait", pod: mkPod(always, withSidecar("proxy"), withStartup("proxy"), withInit("i1")), w: world{"ready", []string{"proxy=running"}}, want: "nothing"},
+		{name: "sidecar started: next init", pod: mkPod(always, withSidecar("proxy"), withStartup("proxy"), withInit("i1")), w: world{"ready", []string{"proxy=running"}}, started: map[string]bool{"proxy": true}, want: "init[i1#0]"},
+		{name: "sidecar startup pending blocks apps too", pod: mkPod(always, withSidecar("proxy"), withStartup("proxy")), w: world{"ready", []string{"proxy=running"}}, want: "nothing"},
+		{name: "restarted sidecar after init does not hold apps", pod: mkPod(always, withSidecar("proxy"), withStartup("proxy"), withApps("a", "b")), w: world{"ready", []string{"proxy=running#1", "a=running"}}, want: "start[b#0]"},
+		{name: "ephemeral starts in a running pod", pod: mkPod(always, withEphemeral("debug")), w: world{"ready", []string{"app=running"}}, want: "ephemeral[debug#0]"},
+		{name: "ephemeral starts during init", pod: mkPod(always, withInit("i1"), withEphemeral("debug")), w: world{"ready", []string{"i1=running"}}, want: "ephemeral[debug#0]"},
+		{name: "ephemeral never restarted", pod: mkPod(always, withEphemeral("debug")), w: world{"ready", []string{"app=running", "debug=exited:1"}}, want: "nothing"},
+		{name: "running ephemeral is not killed as not in spec", pod: mkPod(always, withEphemeral("debug")), w: world{"ready", []string{"app=running", "debug=running"}}, want: "nothing"},
+		{name: "no ephemeral start while the sandbox is created", pod: mkPod(always, withEphemeral("debug")), want: "sandbox(attempt=0) start[app#0]"},
+		{name: "pod done: ephemeral not started", pod: mkPod(never, withEphemeral("debug")), w: world{"ready", []string{"app=exited:0"}}, want: "kill-pod"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			status := tc.w.status(tc.pod)
+			started := func(_ types.UID, name, id string) bool {
+				for _, c := range status.Containers {
+					if c.ID == id && c.State == container.StateRunning {
+						return tc.started[name]
+					}
+				}
+				return false
+			}
+			got := render(ComputePodActionsWith(tc.pod, status, nil, Probes{Started: started}, t0))
+			if got != tc.want {
+				t.Errorf("\n got: %s\nwant: %s", got, tc.want)
 			}
 		})
 	}

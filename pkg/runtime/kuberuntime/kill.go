@@ -7,12 +7,15 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/pod/dns"
+	"github.com/gokubelet/kubelet/pkg/pod/hooks"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
 )
@@ -43,31 +46,81 @@ func gracePeriod(pod *v1.Pod, override *int64, recorded *int64) int64 {
 	return defaultGracePeriod
 }
 
-// killContainer stops one container: the runtime sends SIGTERM and, after
-// the grace period, SIGKILL.
-func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id, name, message string, override *int64) error {
+// killContainer stops one container: its preStop hook first (within the
+// grace period), then the runtime sends SIGTERM and, after what is left of
+// the grace period (at least 2 s), SIGKILL. podIP is the host of an
+// httpGet hook without one. A pod-less kill (an orphan) finds the grace
+// period and the preStop hook on the container's annotations.
+func (m *Manager) killContainer(ctx context.Context, pod *v1.Pod, id, name, message string, override *int64, podIP string) error {
+	return m.killContainerOrdered(ctx, pod, id, name, message, override, podIP, nil)
+}
+
+func (m *Manager) killContainerOrdered(ctx context.Context, pod *v1.Pod, id, name, message string, override *int64, podIP string, order *terminationOrder) error {
 	var recorded *int64
-	if pod == nil && override == nil {
+	var c *v1.Container
+	if pod != nil {
+		c = findContainer(pod, name)
+	}
+	if c == nil {
 		if resp, err := m.runtime.ContainerStatus(ctx, id, false); err == nil {
-			recorded = containerInfoFrom(resp.GetStatus().GetLabels(), resp.GetStatus().GetAnnotations(), nil).GracePeriod
+			info := containerInfoFrom(resp.GetStatus().GetLabels(), resp.GetStatus().GetAnnotations(), nil)
+			recorded = info.GracePeriod
+			c = &v1.Container{Name: name}
+			if info.PreStop != nil {
+				c.Lifecycle = &v1.Lifecycle{PreStop: info.PreStop}
+			}
+		} else {
+			c = &v1.Container{Name: name}
 		}
 	}
 	grace := gracePeriod(pod, override, recorded)
 	if pod != nil {
-		c := findContainer(pod, name)
-		if c == nil {
-			c = &v1.Container{Name: name}
-		}
 		if message == "" {
 			message = fmt.Sprintf("Stopping container %s", name)
 		}
 		m.opts.Recorder.Event(images.ContainerRef(pod, c), v1.EventTypeNormal, EventKilling, message)
 	}
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil && grace > 0 {
+		grace -= m.runPreStop(ctx, pod, c, id, podIP, grace)
+	}
+	if order != nil && grace > 0 {
+		grace -= order.waitForTurn(name, grace)
+	}
+	if grace < minGracePeriod {
+		grace = minGracePeriod
+	}
 	klog.FromContext(ctx).V(2).Info("Killing container", "containerID", id, "container", name, "gracePeriod", grace)
 	if err := m.runtime.StopContainer(ctx, id, grace); err != nil && !isNotFound(err) {
 		return fmt.Errorf("stopping container %s (%s): %w", name, id, err)
 	}
+	if order != nil {
+		order.terminated(name)
+	}
 	return nil
+}
+
+// runPreStop runs the preStop hook for at most grace seconds and returns
+// the whole seconds it took. A failed hook is logged and recorded as a
+// FailedPreStopHook event; the container is stopped anyway.
+func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id, podIP string, grace int64) int64 {
+	logger := klog.FromContext(ctx)
+	start := m.clock.Now()
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(grace)*time.Second)
+	defer cancel()
+	hookPod := pod
+	if hookPod == nil {
+		hookPod = &v1.Pod{}
+	}
+	msg, err := m.hooks.Run(hctx, hookPod, c, id, podIP, c.Lifecycle.PreStop, time.Duration(grace)*time.Second)
+	if err != nil {
+		logger.Error(err, "PreStop hook failed", "pod", klog.KObj(hookPod), "container", c.Name, "containerID", id, "message", msg)
+		if pod != nil {
+			m.opts.Recorder.Event(images.ContainerRef(pod, c), v1.EventTypeWarning, hooks.EventFailedPreStopHook, "PreStopHook failed")
+		}
+	} else {
+		logger.V(3).Info("PreStop hook completed", "pod", klog.KObj(hookPod), "container", c.Name, "containerID", id)
+	}
+	return int64(m.clock.Since(start).Seconds())
 }
 
 func runningFromStatus(s *container.PodStatus) *container.RunningPod {
@@ -80,8 +133,10 @@ func runningFromStatus(s *container.PodStatus) *container.RunningPod {
 	return rp
 }
 
-// KillPod implements container.Runtime: all containers in parallel, then
-// the sandboxes.
+// KillPod implements container.Runtime: all containers, then the
+// sandboxes. Containers stop in parallel, except that sidecars wait for
+// every app container to stop, and for the sidecars after them, so they
+// stop in reverse order, as upstream.
 func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, running *container.RunningPod, override *int64) error {
 	if running == nil {
 		if pod == nil {
@@ -93,6 +148,23 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, running *container.R
 		}
 		running = runningFromStatus(st)
 	}
+	podIP := ""
+	for _, sb := range running.Sandboxes {
+		if len(sb.IPs) > 0 && sb.State == container.SandboxReady {
+			podIP = sb.IPs[0]
+			break
+		}
+	}
+	var order *terminationOrder
+	if pod != nil && hasSidecar(pod) {
+		var names []string
+		for _, c := range running.Containers {
+			if c.State != container.StateExited {
+				names = append(names, c.Name)
+			}
+		}
+		order = newTerminationOrder(pod, names)
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(running.Containers))
 	for i, c := range running.Containers {
@@ -102,7 +174,7 @@ func (m *Manager) KillPod(ctx context.Context, pod *v1.Pod, running *container.R
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = m.killContainer(ctx, pod, c.ID, c.Name, "", override)
+			errs[i] = m.killContainerOrdered(ctx, pod, c.ID, c.Name, "", override, podIP, order)
 		}()
 	}
 	wg.Wait()
@@ -132,7 +204,9 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	for _, c := range ctrs {
 		if err := m.runtime.RemoveContainer(ctx, c.Id); err != nil && !isNotFound(err) {
 			errs = append(errs, fmt.Errorf("removing container %s: %w", c.Id, err))
+			continue
 		}
+		m.unlinkContainerLog(c.Id)
 	}
 	sbs, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {
@@ -153,6 +227,9 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	if id.Name != "" {
 		_ = os.RemoveAll(PodLogDir(m.opts.PodLogsDir, id.Namespace, id.Name, string(uid)))
 	}
-	_ = os.RemoveAll(filepath.Join(m.opts.RootDir, "pods", string(uid), "containers"))
+	// The pod dir itself (volumes, hosts file) is the volume manager's and
+	// the engine's to remove: a RemoveAll here would walk through mounts.
+	_ = os.RemoveAll(filepath.Join(PodDir(m.opts.RootDir, string(uid)), "containers"))
+	_ = os.Remove(dns.HostsFilePath(PodDir(m.opts.RootDir, string(uid))))
 	return nil
 }

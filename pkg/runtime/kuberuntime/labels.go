@@ -22,8 +22,16 @@ const (
 	AnnotationTerminationMessagePath   = "io.kubernetes.container.terminationMessagePath"
 	AnnotationTerminationMessagePolicy = "io.kubernetes.container.terminationMessagePolicy"
 	AnnotationTerminationGracePeriod   = "io.kubernetes.pod.terminationGracePeriod"
+	AnnotationDeletionGracePeriod      = "io.kubernetes.pod.deletionGracePeriod"
 	AnnotationContainerPorts           = "io.kubernetes.container.ports"
-	AnnotationContainerImage           = "io.kubernetes.container.image"
+	// AnnotationContainerImage is this kubelet's own: the image as the
+	// spec names it (upstream reads the runtime's status instead). A
+	// container without it (created by the upstream kubelet) shows the
+	// runtime's image name.
+	AnnotationContainerImage = "io.kubernetes.container.image"
+	// AnnotationPreStopHandler holds the container's preStop handler as
+	// JSON, for killing it without its pod spec.
+	AnnotationPreStopHandler = "io.kubernetes.container.preStopHandler"
 )
 
 func sandboxLabels(pod *v1.Pod) map[string]string {
@@ -45,19 +53,27 @@ func sandboxAnnotations(pod *v1.Pod) map[string]string {
 	return a
 }
 
+// containerLabels are the four identity labels, as upstream writes them: a
+// container does not carry the pod's own labels (the sandbox does).
 func containerLabels(pod *v1.Pod, c *v1.Container) map[string]string {
-	l := sandboxLabels(pod)
-	l[LabelContainerName] = c.Name
-	return l
+	return map[string]string{
+		LabelPodName:       pod.Name,
+		LabelPodNamespace:  pod.Namespace,
+		LabelPodUID:        string(pod.UID),
+		LabelContainerName: c.Name,
+	}
 }
 
-func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[string]string {
+func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) (map[string]string, error) {
 	a := map[string]string{
 		AnnotationContainerHash:            strconv.FormatUint(HashContainer(c), 16),
 		AnnotationRestartCount:             strconv.Itoa(restartCount),
 		AnnotationTerminationMessagePath:   c.TerminationMessagePath,
 		AnnotationTerminationMessagePolicy: string(c.TerminationMessagePolicy),
 		AnnotationContainerImage:           c.Image,
+	}
+	if pod.DeletionGracePeriodSeconds != nil {
+		a[AnnotationDeletionGracePeriod] = strconv.FormatInt(*pod.DeletionGracePeriodSeconds, 10)
 	}
 	if pod.Spec.TerminationGracePeriodSeconds != nil {
 		a[AnnotationTerminationGracePeriod] = strconv.FormatInt(*pod.Spec.TerminationGracePeriodSeconds, 10)
@@ -67,7 +83,14 @@ func containerAnnotations(pod *v1.Pod, c *v1.Container, restartCount int) map[st
 			a[AnnotationContainerPorts] = string(b)
 		}
 	}
-	return a
+	preStop, err := preStopAnnotation(c)
+	if err != nil {
+		return nil, err
+	}
+	if preStop != "" {
+		a[AnnotationPreStopHandler] = preStop
+	}
+	return a, nil
 }
 
 // podIdentity is what labels tell about the pod an object belongs to.
@@ -92,6 +115,8 @@ type containerInfo struct {
 	RestartCount int
 	GracePeriod  *int64
 	Image        string
+	// PreStop is the preStop handler recorded at creation, if any.
+	PreStop *v1.LifecycleHandler
 }
 
 func containerInfoFrom(labels, annotations map[string]string, md *runtimeapi.ContainerMetadata) containerInfo {
@@ -107,8 +132,17 @@ func containerInfoFrom(labels, annotations map[string]string, md *runtimeapi.Con
 	} else if md != nil {
 		ci.RestartCount = int(md.Attempt)
 	}
-	if g, err := strconv.ParseInt(annotations[AnnotationTerminationGracePeriod], 10, 64); err == nil {
+	// A deletion grace period recorded at creation wins, as upstream.
+	if g, err := strconv.ParseInt(annotations[AnnotationDeletionGracePeriod], 10, 64); err == nil {
 		ci.GracePeriod = &g
+	} else if g, err := strconv.ParseInt(annotations[AnnotationTerminationGracePeriod], 10, 64); err == nil {
+		ci.GracePeriod = &g
+	}
+	if h := annotations[AnnotationPreStopHandler]; h != "" {
+		var handler v1.LifecycleHandler
+		if json.Unmarshal([]byte(h), &handler) == nil {
+			ci.PreStop = &handler
+		}
 	}
 	return ci
 }

@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -14,6 +15,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/pod/hooks"
+	"github.com/gokubelet/kubelet/pkg/pod/prober"
+	"github.com/gokubelet/kubelet/pkg/pod/securitycontext"
 	"github.com/gokubelet/kubelet/pkg/runtime/backoff"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
@@ -54,19 +58,25 @@ type Options struct {
 	RootDir string
 	// PodLogsDir is where container logs go (default /var/log/pods).
 	PodLogsDir string
+	// ContainerLogSymlinkDir gets a link to each container's log, named as
+	// upstream names it (default /var/log/containers; "-" for none).
+	ContainerLogSymlinkDir string
 
 	// CgroupDriver is cgroupfs (default) or systemd; CgroupRoot is the root
 	// the kubepods hierarchy hangs from (default /).
 	CgroupDriver string
 	CgroupRoot   string
 
-	// ResolvConf is the host resolver file for DNSPolicy Default (default
-	// /etc/resolv.conf; "" after defaulting means none).
+	// ResolvConf is the host resolver file pods inherit (DNSPolicy Default,
+	// and ClusterFirst without cluster DNS); "" means none: such pods get
+	// the node's loopback resolver, as upstream. ClusterDNS and
+	// ClusterDomain are the kubelet's clusterDNS and clusterDomain (no
+	// default, as upstream).
 	ResolvConf    string
 	ClusterDNS    []string
 	ClusterDomain string
 
-	// NodeName is used as hostname for host-network pods when set.
+	// NodeName is the node's name (for logs and events).
 	NodeName string
 
 	// MachineMemoryCapacity (bytes) sizes the OOM score of burstable pods;
@@ -92,6 +102,15 @@ type Options struct {
 	// their liveness or startup probe: they are killed and restarted by the
 	// restart policy (see ComputePodActions).
 	Liveness LivenessFunc
+	// Started, when set, tells whether a running container's startup probe
+	// has succeeded: the init container after a sidecar with a startup
+	// probe waits for it. Without it a running sidecar counts as started.
+	Started StartedFunc
+
+	// The rest of the pod spec (see podspec_deps.go): what container
+	// environments, DNS, security contexts, hooks and RuntimeClasses need
+	// from outside the runtime. All optional.
+	PodSpec PodSpecDeps
 }
 
 func (o *Options) setDefaults() {
@@ -107,14 +126,17 @@ func (o *Options) setDefaults() {
 	if o.PodLogsDir == "" {
 		o.PodLogsDir = "/var/log/pods"
 	}
+	switch o.ContainerLogSymlinkDir {
+	case "":
+		o.ContainerLogSymlinkDir = DefaultContainerLogSymlinkDir
+	case "-":
+		o.ContainerLogSymlinkDir = ""
+	}
 	if o.CgroupDriver == "" {
 		o.CgroupDriver = CgroupDriverCgroupfs
 	}
 	if o.CgroupRoot == "" {
 		o.CgroupRoot = "/"
-	}
-	if o.ClusterDomain == "" {
-		o.ClusterDomain = "cluster.local"
 	}
 	if o.Recorder == nil {
 		o.Recorder = &record.FakeRecorder{}
@@ -137,6 +159,13 @@ type Manager struct {
 	clock   clock.Clock
 
 	runtimeName string
+
+	// hooks runs postStart and preStop handlers; secOpts are the host
+	// facts of the security context mapping.
+	hooks   *hooks.Runner
+	secOpts securitycontext.Options
+	// features caches what the runtime reports it supports.
+	features runtimeFeatures
 
 	cacheMu      sync.Mutex
 	ctrCache     map[string]cachedContainer
@@ -176,6 +205,12 @@ func NewWithServices(ctx context.Context, rs cri.RuntimeService, is cri.ImageMan
 		crash:        backoff.New(backoff.CrashLoop, o.Clock),
 		ctrCache:     map[string]cachedContainer{},
 		sandboxCache: map[string]cachedSandbox{},
+	}
+	m.hooks = hooks.NewRunner(prober.CRIExec(rs), o.Recorder, "kube-lifecycle/"+userAgentVersion)
+	m.secOpts = securitycontext.Options{
+		SeccompProfileRoot: filepath.Join(o.RootDir, "seccomp"),
+		SeccompDefault:     o.PodSpec.SeccompDefault,
+		MaskedPaths:        securitycontext.HostMaskedPaths(),
 	}
 	m.puller = images.NewPuller(images.Options{Service: is, Recorder: o.Recorder, Clock: o.Clock,
 		Serialize: o.SerializeImagePulls, MaxParallel: o.MaxParallelImagePulls, Credentials: o.PullCredentials})

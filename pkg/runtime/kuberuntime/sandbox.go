@@ -2,13 +2,16 @@ package kuberuntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/gokubelet/kubelet/pkg/pod/dns"
+	"github.com/gokubelet/kubelet/pkg/pod/securitycontext"
 )
 
 // PodLogDir is the directory of a pod's container logs:
@@ -17,86 +20,44 @@ func PodLogDir(podLogsDir, namespace, name, uid string) string {
 	return filepath.Join(podLogsDir, namespace+"_"+name+"_"+uid)
 }
 
-// podHostname is the hostname a pod's sandbox gets: spec.hostname, else the
-// pod name cut to 63 characters without a trailing '-' or '.'; host-network
-// pods keep the node's name.
-func (m *Manager) podHostname(pod *v1.Pod) string {
-	if pod.Spec.HostNetwork {
-		if m.opts.NodeName != "" {
-			return m.opts.NodeName
-		}
-		h, _ := os.Hostname()
-		return h
-	}
-	h := pod.Name
-	if pod.Spec.Hostname != "" {
-		h = pod.Spec.Hostname
-	}
-	if len(h) > 63 {
-		h = strings.TrimRight(h[:63], "-.")
-	}
-	return h
-}
-
-func namespaceOptions(pod *v1.Pod) *runtimeapi.NamespaceOption {
-	no := &runtimeapi.NamespaceOption{
-		Network: runtimeapi.NamespaceMode_POD,
-		Pid:     runtimeapi.NamespaceMode_CONTAINER,
-		Ipc:     runtimeapi.NamespaceMode_POD,
-	}
-	if pod.Spec.HostNetwork {
-		no.Network = runtimeapi.NamespaceMode_NODE
-	}
-	if pod.Spec.HostPID {
-		no.Pid = runtimeapi.NamespaceMode_NODE
-	} else if pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace {
-		no.Pid = runtimeapi.NamespaceMode_POD
-	}
-	if pod.Spec.HostIPC {
-		no.Ipc = runtimeapi.NamespaceMode_NODE
-	}
-	return no
-}
-
-func (m *Manager) seccomp(p *v1.SeccompProfile) *runtimeapi.SecurityProfile {
-	if p == nil {
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
-	}
-	switch p.Type {
-	case v1.SeccompProfileTypeRuntimeDefault:
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_RuntimeDefault}
-	case v1.SeccompProfileTypeLocalhost:
-		ref := ""
-		if p.LocalhostProfile != nil {
-			ref = filepath.Join(m.opts.RootDir, "seccomp", *p.LocalhostProfile)
-		}
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Localhost, LocalhostRef: ref}
-	default:
-		return &runtimeapi.SecurityProfile{ProfileType: runtimeapi.SecurityProfile_Unconfined}
-	}
-}
-
 // SandboxConfig builds the CRI sandbox configuration for pod and creates
-// its log directory.
+// its log directory. It does no API or CRI call; see sandboxConfig.
 func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, error) {
+	cfg, _, err := m.sandboxConfig(pod, attempt)
+	return cfg, err
+}
+
+// sandboxConfig builds the sandbox configuration: identity, hostname
+// (hostname, subdomain, setHostnameAsFQDN), DNS, host ports, cgroup
+// parent, security context and sysctls. It returns the DNS warnings to
+// report when the sandbox is created. An error is a pod spec this node
+// cannot run as asked.
+func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []dns.Warning, error) {
+	if err := unsupportedFields(pod); err != nil {
+		return nil, nil, err
+	}
 	logDir := PodLogDir(m.opts.PodLogsDir, pod.Namespace, pod.Name, string(pod.UID))
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating pod log directory: %w", err)
+		return nil, nil, fmt.Errorf("creating pod log directory: %w", err)
+	}
+	hostname, err := dns.KernelHostname(pod, m.opts.ClusterDomain)
+	if err != nil {
+		return nil, nil, err
 	}
 	cfg := &runtimeapi.PodSandboxConfig{
 		Metadata: &runtimeapi.PodSandboxMetadata{
 			Name: pod.Name, Namespace: pod.Namespace, Uid: string(pod.UID), Attempt: attempt,
 		},
-		Hostname:     m.podHostname(pod),
+		Hostname:     hostname,
 		LogDirectory: logDir,
 		Labels:       sandboxLabels(pod),
 		Annotations:  sandboxAnnotations(pod),
 	}
-	host, err := readHostDNS(m.opts.ResolvConf)
-	if err != nil && pod.Spec.DNSPolicy != v1.DNSNone {
-		return nil, err
+	dnsCfg, warns, err := m.dnsConfig(pod)
+	if err != nil {
+		return nil, nil, err
 	}
-	cfg.DnsConfig = DNSConfig(pod, host, m.opts.ClusterDNS, m.opts.ClusterDomain)
+	cfg.DnsConfig = dnsCfg
 
 	for _, c := range pod.Spec.Containers {
 		for _, p := range c.Ports {
@@ -112,39 +73,16 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		}
 	}
 
-	sc := &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: namespaceOptions(pod)}
-	if psc := pod.Spec.SecurityContext; psc != nil {
-		if psc.RunAsUser != nil {
-			sc.RunAsUser = &runtimeapi.Int64Value{Value: *psc.RunAsUser}
-		}
-		if psc.RunAsGroup != nil {
-			sc.RunAsGroup = &runtimeapi.Int64Value{Value: *psc.RunAsGroup}
-		}
-		sc.SupplementalGroups = append(sc.SupplementalGroups, psc.SupplementalGroups...)
-		if psc.FSGroup != nil {
-			sc.SupplementalGroups = append(sc.SupplementalGroups, *psc.FSGroup)
-		}
-		sc.Seccomp = m.seccomp(psc.SeccompProfile)
-	} else {
-		sc.Seccomp = m.seccomp(nil)
+	sc, sysctls, err := securitycontext.Sandbox(pod)
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, c := range append(append([]v1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		if c.SecurityContext != nil && c.SecurityContext.Privileged != nil && *c.SecurityContext.Privileged {
-			sc.Privileged = true
-		}
-	}
-	linux := &runtimeapi.LinuxPodSandboxConfig{
+	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{
 		CgroupParent:    CgroupParent(pod, m.opts.CgroupDriver, m.opts.CgroupRoot),
 		SecurityContext: sc,
+		Sysctls:         sysctls,
 	}
-	if psc := pod.Spec.SecurityContext; psc != nil && len(psc.Sysctls) > 0 {
-		linux.Sysctls = map[string]string{}
-		for _, s := range psc.Sysctls {
-			linux.Sysctls[s.Name] = s.Value
-		}
-	}
-	cfg.Linux = linux
-	return cfg, nil
+	return cfg, warns, nil
 }
 
 func protocol(p v1.Protocol) runtimeapi.Protocol {
@@ -158,14 +96,53 @@ func protocol(p v1.Protocol) runtimeapi.Protocol {
 	}
 }
 
-// createSandbox runs a new sandbox for pod and returns its ID, config and
-// pod IPs.
-func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, *runtimeapi.PodSandboxConfig, []string, error) {
-	cfg, err := m.SandboxConfig(pod, attempt)
-	if err != nil {
-		return "", nil, nil, err
+// sandboxConfigError is a pod spec this node cannot run as asked (an
+// unsupported field, a missing RuntimeClass): every container of the pod
+// waits with its message.
+type sandboxConfigError struct{ err error }
+
+func (e sandboxConfigError) Error() string { return e.err.Error() }
+func (e sandboxConfigError) Unwrap() error { return e.err }
+
+// runtimeHandler resolves the pod's RuntimeClass to its CRI handler ("" for
+// none); only pods naming a RuntimeClass cost a lookup.
+func (m *Manager) runtimeHandler(ctx context.Context, pod *v1.Pod) (string, error) {
+	if pod.Spec.RuntimeClassName == nil || *pod.Spec.RuntimeClassName == "" {
+		return "", nil
 	}
-	id, err := m.runtime.RunPodSandbox(ctx, cfg, "")
+	name := *pod.Spec.RuntimeClassName
+	if m.opts.PodSpec.RuntimeHandler == nil {
+		return "", fmt.Errorf("RuntimeClass %q cannot be looked up: this kubelet has no API server connection", name)
+	}
+	return m.opts.PodSpec.RuntimeHandler(ctx, name)
+}
+
+// createSandbox runs a new sandbox for pod and returns its ID, config and
+// pod IPs. Configuration problems come back as sandboxConfigError.
+func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, *runtimeapi.PodSandboxConfig, []string, error) {
+	cfg, warns, err := m.sandboxConfig(pod, attempt)
+	if err != nil {
+		return "", nil, nil, sandboxConfigError{err}
+	}
+	handler, err := m.runtimeHandler(ctx, pod)
+	if err != nil {
+		return "", nil, nil, sandboxConfigError{err}
+	}
+	if securitycontext.UserNamespaceRequested(pod) {
+		ok, err := m.SupportsUserNamespaces(ctx, handler)
+		if err != nil || !ok {
+			msg := "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+			if handler != "" {
+				msg = fmt.Sprintf("can't set `spec.hostUsers: false`, RuntimeClass handler %q does not support user namespaces", handler)
+			}
+			if err != nil {
+				msg += ": " + err.Error()
+			}
+			return "", nil, nil, sandboxConfigError{errors.New(msg)}
+		}
+	}
+	m.reportDNSWarnings(ctx, pod, warns)
+	id, err := m.runtime.RunPodSandbox(ctx, cfg, handler)
 	if err != nil {
 		return "", cfg, nil, err
 	}

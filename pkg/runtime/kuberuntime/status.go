@@ -3,7 +3,6 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
 	"time"
 
@@ -162,36 +161,19 @@ func (m *Manager) containerStatus(ctx context.Context, c *runtimeapi.Container) 
 	if st.GetFinishedAt() > 0 {
 		out.FinishedAt = time.Unix(0, st.GetFinishedAt())
 	}
-	if out.State == container.StateExited && out.Message == "" {
-		out.Message = readTerminationMessage(st)
+	if out.State == container.StateExited {
+		// The runtime's message, then the container's own, as upstream.
+		if msg := terminationMessage(st); msg != "" {
+			if out.Message != "" {
+				out.Message += ": "
+			}
+			out.Message += msg
+		}
 	}
 	m.cacheMu.Lock()
 	m.ctrCache[c.Id] = cachedContainer{state: st.GetState(), status: out}
 	m.cacheMu.Unlock()
 	return out, nil
-}
-
-// readTerminationMessage reads the file the kubelet mounted at the
-// container's termination message path, if any (at most 4 KiB).
-func readTerminationMessage(st *runtimeapi.ContainerStatus) string {
-	path := st.GetAnnotations()[AnnotationTerminationMessagePath]
-	if path == "" {
-		return ""
-	}
-	for _, mnt := range st.GetMounts() {
-		if mnt.GetContainerPath() != path {
-			continue
-		}
-		f, err := os.Open(mnt.GetHostPath())
-		if err != nil {
-			return ""
-		}
-		defer f.Close()
-		buf := make([]byte, 4096)
-		n, _ := f.Read(buf)
-		return string(buf[:n])
-	}
-	return ""
 }
 
 func sandboxState(s runtimeapi.PodSandboxState) container.SandboxState {

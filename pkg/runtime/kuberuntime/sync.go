@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -24,7 +25,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	if status == nil {
 		status = &container.PodStatus{UID: pod.UID, Name: pod.Name, Namespace: pod.Namespace}
 	}
-	a := ComputePodActions(pod, status, m.crash, m.opts.Liveness, m.clock.Now())
+	a := ComputePodActionsWith(pod, status, m.crash, Probes{Liveness: m.opts.Liveness, Started: m.opts.Started}, m.clock.Now())
 	logger.V(4).Info("Computed pod actions", "actions", a)
 	var res container.SyncResult
 	add := func(s container.StepResult) { res.Steps = append(res.Steps, s) }
@@ -52,7 +53,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				err := m.killContainer(ctx, pod, k.ID, k.Name, k.Message, k.GracePeriod)
+				err := m.killContainer(ctx, pod, k.ID, k.Name, k.Message, k.GracePeriod, firstIP(status.IPs))
 				steps[i] = container.StepResult{Action: container.ActionKill, Container: k.Name, Err: err}
 				if err != nil {
 					steps[i].Reason, steps[i].Message = ReasonKillContainerError, err.Error()
@@ -79,7 +80,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		add(container.StepResult{Action: action, Container: d.Name, Err: errors.New(d.Message), Reason: d.Reason, Message: d.Message, RetryAfter: d.RetryAfter})
 	}
 
-	if len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && !a.CreateSandbox {
+	if len(a.InitContainersToStart) == 0 && len(a.ContainersToStart) == 0 && len(a.EphemeralContainersToStart) == 0 && !a.CreateSandbox {
 		return res
 	}
 
@@ -97,7 +98,17 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		if err != nil {
 			step.Reason, step.Message = ReasonCreatePodSandboxError, err.Error()
 			m.opts.Recorder.Eventf(images.ContainerRef(pod, nil), v1.EventTypeWarning, EventFailedSandbox, "Failed to create pod sandbox: %v", err)
+			logger.Info("Pod sandbox not created", "err", err)
 			add(step)
+			var cfgErr sandboxConfigError
+			if errors.As(err, &cfgErr) {
+				// The spec asks for something this node cannot do: every
+				// container waits with the reason, not just "creating".
+				for _, s := range append(append([]ContainerToStart{}, a.InitContainersToStart...), a.ContainersToStart...) {
+					add(container.StepResult{Action: container.ActionCreateSandbox, Container: s.Name, Err: err,
+						Reason: ReasonCreatePodSandboxError, Message: err.Error()})
+				}
+			}
 			return res
 		}
 		add(step)
@@ -112,11 +123,26 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		sandboxID, sandboxCfg = a.SandboxID, cfg
 	}
 
+	// Ephemeral containers first: a debugging container must start even
+	// when an init container cannot.
+	for _, s := range a.EphemeralContainersToStart {
+		if ctx.Err() != nil {
+			return res
+		}
+		add(m.startContainer(ctx, pod, s, sandboxID, sandboxCfg, podIPs, status))
+	}
 	for _, s := range a.InitContainersToStart {
 		if ctx.Err() != nil {
 			return res
 		}
-		step := m.startContainer(ctx, pod, s, sandboxID, sandboxCfg, podIPs)
+		step := m.startContainer(ctx, pod, s, sandboxID, sandboxCfg, podIPs, status)
+		if step.Err == nil && podspec.IsSidecar(&pod.Spec.InitContainers[s.Index]) && pod.Spec.InitContainers[s.Index].StartupProbe == nil {
+			// A running sidecar lets initialization go on at once, but
+			// nothing else would wake the pod (the runtime shows no exit,
+			// and a probe result only comes with a startup probe): ask for
+			// the next round now.
+			step.RetryAfter = SidecarStartedRetry
+		}
 		add(step)
 		if step.Err != nil {
 			return res
@@ -127,7 +153,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		if ctx.Err() != nil {
 			return res
 		}
-		step := m.startContainer(ctx, pod, s, sandboxID, sandboxCfg, podIPs)
+		step := m.startContainer(ctx, pod, s, sandboxID, sandboxCfg, podIPs, status)
 		add(step)
 		if step.Err == nil {
 			m.pruneOldInstances(ctx, status, s.Name)
@@ -135,6 +161,11 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	}
 	return res
 }
+
+// SidecarStartedRetry is the RetryAfter of a sidecar start without a
+// startup probe: the caller should sync the pod again right away to start
+// what comes after it.
+const SidecarStartedRetry = time.Millisecond
 
 // pruneOldInstances removes exited instances of a container older than the
 // one that ran just before the new one: a crash loop keeps the previous
@@ -150,6 +181,8 @@ func (m *Manager) pruneOldInstances(ctx context.Context, status *container.PodSt
 		}
 		if err := m.runtime.RemoveContainer(ctx, c.ID); err != nil && !isNotFound(err) {
 			klog.FromContext(ctx).V(2).Info("Removing old container instance failed", "containerID", c.ID, "err", err)
+			continue
 		}
+		m.unlinkContainerLog(c.ID)
 	}
 }

@@ -1,0 +1,61 @@
+package kuberuntime
+
+import (
+	"context"
+	"fmt"
+	"sync"
+)
+
+// runtimeFeatures caches what the runtime reports it supports in its CRI
+// Status: per runtime handler, user namespaces; and the supplemental
+// groups policy. It is read on first need (a pod asking for such a
+// feature), never on the start path of other pods.
+type runtimeFeatures struct {
+	mu     sync.Mutex
+	read   bool
+	userns map[string]bool
+	sgp    bool
+}
+
+func (m *Manager) loadFeatures(ctx context.Context) error {
+	f := &m.features
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.read {
+		return nil
+	}
+	resp, err := m.runtime.Status(ctx, false)
+	if err != nil {
+		return fmt.Errorf("asking the runtime for its features: %w", err)
+	}
+	f.userns = map[string]bool{}
+	for _, h := range resp.GetRuntimeHandlers() {
+		f.userns[h.GetName()] = h.GetFeatures().GetUserNamespaces()
+	}
+	f.sgp = resp.GetFeatures().GetSupplementalGroupsPolicy()
+	f.read = true
+	return nil
+}
+
+// SupportsUserNamespaces reports whether the runtime handler supports pods
+// with their own user namespace (hostUsers: false). containerd 1.6 reports
+// no handlers at all: no.
+func (m *Manager) SupportsUserNamespaces(ctx context.Context, handler string) (bool, error) {
+	if err := m.loadFeatures(ctx); err != nil {
+		return false, err
+	}
+	m.features.mu.Lock()
+	defer m.features.mu.Unlock()
+	return m.features.userns[handler], nil
+}
+
+// SupportsSupplementalGroupsPolicy reports whether the runtime applies
+// supplementalGroupsPolicy (Strict needs it).
+func (m *Manager) SupportsSupplementalGroupsPolicy(ctx context.Context) (bool, error) {
+	if err := m.loadFeatures(ctx); err != nil {
+		return false, err
+	}
+	m.features.mu.Lock()
+	defer m.features.mu.Unlock()
+	return m.features.sgp, nil
+}
