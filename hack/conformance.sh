@@ -275,16 +275,18 @@ for i in $(seq 1 120); do
 done
 others=$(kc get pods -A --field-selector "spec.nodeName=$NODE_NAME" -o name 2>/dev/null | wc -l)
 [ "$others" = 0 ] || note "warning: $others pods of other workloads are bound to the node and run beside the tests"
-# Other Node objects: the framework waits until every node is Ready and
-# schedulable. NotReady or cordoned ones (a stopped kubelet's leftover) take
-# no test pods and are tolerated by count; a Ready, schedulable one would run
-# test pods on another kubelet, so the run stops.
-other_nodes=$(kc get nodes -o jsonpath='{range .items[*]}{.metadata.name}{" "}{.status.conditions[?(@.type=="Ready")].status}{" "}{.spec.unschedulable}{"\n"}{end}' |
-  awk -v me="$NODE_NAME" 'NF && $1 != me')
-live=$(awk '$2 == "True" && $3 != "true" { print $1 }' <<<"$other_nodes")
-[ -z "$live" ] || gk_die "other nodes are Ready and schedulable, test pods would run there: $(echo $live); stop their kubelets or cordon them"
+# Other Node objects: the framework waits until every schedulable node is
+# Ready and free of NoSchedule/NoExecute taints (cordoned ones it ignores).
+# NotReady or tainted ones (a stopped kubelet's leftover, a virtual node)
+# take no test pods and are tolerated by count; a Ready, schedulable,
+# untainted one would run test pods on a kubelet that is not under test, so
+# the run stops.
+tmpl='{{range .items}}{{.metadata.name}}{{"\t"}}{{range .status.conditions}}{{if eq .type "Ready"}}{{.status}}{{end}}{{end}}{{"\t"}}{{if .spec.unschedulable}}true{{else}}false{{end}}{{"\t"}}{{range .spec.taints}}{{if or (eq .effect "NoSchedule") (eq .effect "NoExecute")}}{{.key}} {{end}}{{end}}{{"\n"}}{{end}}'
+other_nodes=$(kc get nodes -o go-template="$tmpl" | awk -F'\t' -v me="$NODE_NAME" '$1 != "" && $1 != me && $3 != "true"')
+live=$(awk -F'\t' '$2 == "True" && $4 == "" { print $1 }' <<<"$other_nodes")
+[ -z "$live" ] || gk_die "other nodes are Ready, schedulable and untainted, test pods would run there: $(echo $live); stop their kubelets or cordon them"
 tolerated=$(awk 'NF' <<<"$other_nodes" | wc -l)
-[ "$tolerated" = 0 ] || note "warning: $tolerated other nodes are NotReady or cordoned ($(awk '{ print $1 }' <<<"$other_nodes" | tr '\n' ' ')); tolerated with --allowed-not-ready-nodes=$tolerated"
+[ "$tolerated" = 0 ] || note "warning: $tolerated other nodes are NotReady or tainted ($(awk -F'\t' '{ print $1 }' <<<"$other_nodes" | tr '\n' ' ')); tolerated with --allowed-not-ready-nodes=$tolerated"
 
 focus=$FOCUS skip=$SKIP
 if [ -n "$SUBSET" ]; then
