@@ -15,7 +15,10 @@
 # at the pinned version (hack/build-upstream.sh); the tools upstream installs
 # from Alpine or Debian packages are copied from this machine's Debian
 # packages together with the libraries `ldd` names; the base system is
-# Debian's static busybox.
+# Debian's busybox (the dynamically linked build, unpacked from its package:
+# like Alpine's and Docker's, its shell runs commands found in PATH, where
+# busybox-static's prefers its own applets and would shadow the tools the
+# images add, e.g. nc -u).
 #
 # Idempotent: nothing is rebuilt or imported when the stamp (hash of inputs)
 # matches and every image is present. Intermediates live in _output/e2e-images.
@@ -51,7 +54,7 @@ mkdir -p "$work"
 BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin
 
 # Tools copied into the images, from Debian packages installed on this machine.
-TOOL_PKGS=(bash curl bind9-dnsutils netcat-openbsd iproute2 iperf busybox-static umoci)
+TOOL_PKGS=(bash curl bind9-dnsutils netcat-openbsd iproute2 iperf umoci)
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 need=()
 for p in "${TOOL_PKGS[@]}"; do installed "$p" || need+=("$p"); done
@@ -61,14 +64,20 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update >/dev/null 2>&1 || gk_die "apt-get update failed"
   apt-get install -y --no-install-recommends "${need[@]}" >/dev/null || gk_die "apt-get install ${need[*]} failed"
 fi
-# nginx is only unpacked (dpkg -x), never installed: no service on this host.
+# nginx and the dynamically linked busybox are only unpacked (dpkg -x), never
+# installed: no service on this host, and busybox-static stays the host's.
 debs=$work/debs
-if ! ls "$debs"/nginx_*.deb "$debs"/nginx-common_*.deb >/dev/null 2>&1; then
+if ! ls "$debs"/nginx_*.deb "$debs"/nginx-common_*.deb "$debs"/busybox_*.deb >/dev/null 2>&1; then
   mkdir -p "$debs"
-  (cd "$debs" && { apt-get download nginx nginx-common >/dev/null 2>&1 ||
-    { apt-get update >/dev/null 2>&1 && apt-get download nginx nginx-common >/dev/null; }; }) ||
-    gk_die "apt-get download nginx nginx-common failed"
+  (cd "$debs" && { apt-get download nginx nginx-common busybox >/dev/null 2>&1 ||
+    { apt-get update >/dev/null 2>&1 && apt-get download nginx nginx-common busybox >/dev/null; }; }) ||
+    gk_die "apt-get download nginx nginx-common busybox failed"
 fi
+BUSYBOX_ROOT=$work/busybox.debroot
+rm -rf "$BUSYBOX_ROOT" && mkdir -p "$BUSYBOX_ROOT"
+dpkg -x "$(ls "$debs"/busybox_*.deb | tail -n 1)" "$BUSYBOX_ROOT"
+BUSYBOX=$BUSYBOX_ROOT/bin/busybox
+[ -x "$BUSYBOX" ] || gk_die "no bin/busybox in $(ls "$debs"/busybox_*.deb)"
 
 "$GK_REPO_ROOT/hack/build-upstream.sh" agnhost nonewprivs >&2
 COREDNS_BIN=$("$GK_REPO_ROOT/hack/build-coredns.sh" --path)
@@ -78,7 +87,7 @@ stamp=$(
   {
     cat "$GK_REPO_ROOT/hack/e2e-images.sh"
     (cd "$SRC" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
-    sha256sum "$BIN/agnhost" "$BIN/nonewprivs" "$COREDNS_BIN" "$(command -v busybox)" "$debs"/*.deb
+    sha256sum "$BIN/agnhost" "$BIN/nonewprivs" "$COREDNS_BIN" "$debs"/*.deb
     dpkg-query -W "${TOOL_PKGS[@]}"
     umoci --version
   } | sha256sum | cut -d' ' -f1
@@ -92,15 +101,16 @@ present() {
 
 # ---- rootfs helpers ----------------------------------------------------------
 
-# base_busybox ROOTFS ETC: a minimal system: static busybox with every applet
-# linked into /bin, the usual directories, and passwd/group from images/e2e/ETC.
+# base_busybox ROOTFS ETC: a minimal system: Debian's busybox (with its
+# libraries) and every applet linked into /bin, the usual directories, and
+# passwd/group from images/e2e/ETC.
 base_busybox() {
   local r=$1 etc=$2 applet
   rm -rf "$r" && mkdir -p "$r"/{bin,sbin,etc,root,tmp,home,dev,proc,sys,run,usr/bin,usr/sbin,usr/local/bin,usr/local/sbin,var/tmp,var/log,var/spool/mail,var/www}
   chmod 1777 "$r/tmp" "$r/var/tmp"
   chmod 0700 "$r/root"
-  install -m 0755 "$(command -v busybox)" "$r/bin/busybox"
-  for applet in $(busybox --list); do
+  copy_bin "$r" "$BUSYBOX" /bin/busybox
+  for applet in $("$BUSYBOX" --list); do
     [ "$applet" = busybox ] && continue # would replace the binary by a link to itself
     ln -sf busybox "$r/bin/$applet"
   done
