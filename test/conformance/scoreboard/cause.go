@@ -81,10 +81,13 @@ type category struct {
 var categories = []category{
 	{"kubelet: ConfigMap/Secret access not wired (envFrom, configMapKeyRef, secretKeyRef)", regexp.MustCompile(`needs ConfigMap/Secret access`)},
 	{"kubelet: env value source not supported (resourceFieldRef, ...)", regexp.MustCompile(`needs a value source that is not configured`)},
-	{"kubelet API (10250): exec not served", regexp.MustCompile(`(?i)(kubelet API /exec|/exec/|pods/exec|unable to upgrade connection|error executing command)`)},
+	{"kubelet API (10250): exec not served", regexp.MustCompile(`(?i)(kubelet API /exec|/exec/|/exec\?|pods/exec|unable to upgrade connection|error executing command)`)},
 	{"kubelet API (10250): attach not served", regexp.MustCompile(`kubelet API /attach`)},
 	{"kubelet API (10250): port-forward not served", regexp.MustCompile(`(?i)(kubelet API /portForward|portforward|port-forward)`)},
-	{"kubelet API (10250): container logs not served", regexp.MustCompile(`(?i)(containerLogs|failed to get logs|failed to get output for container|has prevented the request from succeeding \(get pods|pods/log)`)},
+	{"kubelet API (10250): container logs not served", regexp.MustCompile(`(?i)(containerLogs|failed to get logs|failed to get output for container|has prevented the request from succeeding \(get pods|pods/log|/log\?)`)},
+	// The suite reads some outputs with errors discarded (kubelet.go's
+	// "print the output to logs"): it sees an empty string until it gives up.
+	{"container output never seen (read through pods/log, errors discarded by the suite)", regexp.MustCompile(`(?s)^Timed out after [^\n]*\nExpected\n\s*<string>: \n`)},
 	{"sysctl refused by the kernel or runtime", regexp.MustCompile(`(?i)write /proc/sys/[^:]*: invalid argument`)},
 	{"image pull", regexp.MustCompile(`(ErrImagePull|ImagePullBackOff|[Ff]ailed to pull image|pull access denied)`)},
 	{"container exited with an error (its output needs pods/log)", regexp.MustCompile(`(?s)expected pod .* success: .*failed with status`)},

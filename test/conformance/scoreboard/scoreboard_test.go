@@ -107,6 +107,10 @@ func TestCategory(t *testing.T) {
 		{`an error on the server ("unknown") has prevented the request from succeeding (get pods sysctl-1)`, "kubelet API (10250): container logs not served"},
 		{"Timed out after 300s.\nFailed: Error: envFrom in container \"c\" needs ConfigMap/Secret access, which is not configured", "kubelet: ConfigMap/Secret access not wired (envFrom, configMapKeyRef, secretKeyRef)"},
 		{"failed,  1 out of 1 connections failed\nkubelet API /exec: dial tcp 1.2.3.4:10250: connect: connection refused", "kubelet API (10250): exec not served"},
+		{"Failed to open websocket to wss://1.2.3.4:6443/api/v1/namespaces/pods-1/pods/pod-exec-websocket-x/exec?command=echo&container=main: bad status", "kubelet API (10250): exec not served"},
+		{"Failed to open websocket to wss://1.2.3.4:6443/api/v1/namespaces/pods-1/pods/pod-logs-websocket-x/log?container=main: bad status", "kubelet API (10250): container logs not served"},
+		{"Timed out after 60.000s.\nExpected\n    <string>: \nto equal\n    <string>: Hello World\\n", "container output never seen (read through pods/log, errors discarded by the suite)"},
+		{"Timed out after 60.000s.\nExpected\n    <string>: 3\nto equal\n    <string>: 4", "timed out waiting for a pod state"},
 		{`expected 3, got 4`, "other"},
 	} {
 		if got := Category(tc.msg); got != tc.want {
