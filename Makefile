@@ -52,9 +52,16 @@ clean:
 
 # Side-by-side benchmark against the upstream kubelet on the local cluster;
 # writes docs/benchmarks.md (see there). Well under 30 minutes here.
-.PHONY: bench
+.PHONY: bench bench-churn
 bench:
 	hack/bench.sh
+
+# Thousands of pods created and deleted through our kubelet; reports what
+# the node accumulates (dead containers, images, logs, pod directories,
+# cgroups) and the kubelet's RSS in docs/benchmarks.md's churn section.
+# BENCH_CHURN=N sets the number of pods (default 2000).
+bench-churn:
+	BENCH_MODE=churn hack/bench.sh
 
 # The conformance scoreboard: the upstream e2e suite's parallel
 # [NodeConformance] specs against this kubelet as the local cluster's node;

@@ -7,7 +7,8 @@
 #
 # Environment: BENCH_ROUNDS (default 3), BENCH_ARGS (extra flags for
 # test/bench, e.g. "-batch-large 20" for a quick try), BENCH_OUT (default
-# docs/benchmarks.md). Holds /run/gokubelet/cluster.lock throughout, like the
+# docs/benchmarks.md), BENCH_MODE=churn (make bench-churn: our kubelet only,
+# BENCH_CHURN pods, default 2000; rewrites only the churn section). Holds /run/gokubelet/cluster.lock throughout, like the
 # e2e tier, because both use the cluster's one node identity.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -34,7 +35,7 @@ fi
 hack/install-deps.sh 9>&-
 # The upstream kubelet, cached by version like the control plane (minutes on
 # the first run).
-hack/build-upstream.sh kubelet >&2 9>&-
+[ "${BENCH_MODE:-}" = churn ] || hack/build-upstream.sh kubelet >&2 9>&-
 UPSTREAM_KUBELET=$UPSTREAM_CACHE/$KUBE_VERSION/bin/kubelet
 
 # The control plane only; the node kubelet of `make cluster` would claim the
@@ -55,6 +56,14 @@ git diff --quiet HEAD -- cmd pkg go.mod go.sum 2>/dev/null || commit="$commit (w
 findmnt -rn -o TARGET | grep -E "^$WORK(/|$)" | sort -r | xargs -r -n1 umount -l || true
 rm -rf "$WORK"
 mkdir -p "$WORK"
+if [ "${BENCH_MODE:-}" = churn ]; then
+  # shellcheck disable=SC2086
+  "$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -churn "${BENCH_CHURN:-2000}" \
+    -cri "unix://$(hack/containerd.sh socket bench)" \
+    -work-dir "$WORK" -out "$OUT" -commit "$commit" ${BENCH_ARGS:-} 9>&-
+  echo "bench: wrote the churn section of $OUT; kubelet log in $WORK" >&2
+  exit 0
+fi
 # shellcheck disable=SC2086
 "$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -upstream "$UPSTREAM_KUBELET" \
   -rounds "$ROUNDS" -cri "unix://$(hack/containerd.sh socket bench)" \

@@ -24,6 +24,10 @@ APISERVER_READY_TIMEOUT=${APISERVER_READY_TIMEOUT:-180}
 # serves a self-signed certificate still works. A kubelet that serves
 # $PKI_DIR/kubelet-serving.crt (see kubelet-env) works either way.
 KUBELET_VERIFY_SERVING=${KUBELET_VERIFY_SERVING:-0}
+# Lifetime of the certificates the controller manager signs for CSRs (the
+# kubelets' client and serving certificates); empty means upstream's
+# default (a year). Tests of rotation use minutes.
+CLUSTER_SIGNING_DURATION=${CLUSTER_SIGNING_DURATION:-}
 
 ADMIN_KUBECONFIG=$CLUSTER_DIR/admin.kubeconfig
 NODE_KUBECONFIG=$CLUSTER_DIR/node.kubeconfig
@@ -35,6 +39,8 @@ COREDNS_KUBECONFIG=$CLUSTER_DIR/coredns.kubeconfig
 COREDNS_CONFIG=$CLUSTER_DIR/Corefile
 KUBELET_ENV=$CLUSTER_DIR/kubelet-env
 COREDNS_BIN=$("$here/build-coredns.sh" --path)
+BOOTSTRAP_KUBECONFIG=$CLUSTER_DIR/bootstrap.kubeconfig
+BOOTSTRAP_TOKEN_FILE=$CLUSTER_DIR/bootstrap-token
 
 # Components in start order; `down` walks it backwards (and always includes
 # the add-ons, so a cluster started with them is stopped whole).
@@ -66,8 +72,14 @@ start() {
   local name=$1 port=$2 pid
   shift 2
   if pid=$(running "$name"); then
-    log "$name already running (pid $pid)"
-    return 0
+    if [ "$(tr '\0' ' ' < "/proc/$pid/cmdline" | sed 's/ $//')" = "$*" ]; then
+      log "$name already running (pid $pid)"
+      return 0
+    fi
+    # Started with other flags (e.g. another CLUSTER_SIGNING_DURATION):
+    # restart it so the cluster is what this invocation asks for.
+    log "$name runs with other flags; restarting it"
+    stop "$name"
   fi
   if port_in_use "$port"; then
     die "$name: port $port is taken by another process ($(ss -Hltnp "sport = :$port" | awk '{print $NF}' | head -n1)); stop it or override the port (see docs/cluster.md)"
@@ -180,6 +192,7 @@ write_configs() {
   kubeconfig system:coredns coredns | write_if_changed "$COREDNS_KUBECONFIG"
   local dns=""
   [ "$CLUSTER_ADDONS" = 1 ] && dns=$CLUSTER_DNS_IP
+  bootstrap_kubeconfig | write_if_changed "$BOOTSTRAP_KUBECONFIG"
   # The settings a kubelet needs to join; sourced by hack/node.sh.
   write_if_changed "$KUBELET_ENV" <<EOF
 # Written by hack/cluster.sh up; source it. Settings for a kubelet joining this cluster.
@@ -194,6 +207,108 @@ CLUSTER_CIDR=$CLUSTER_CIDR
 SERVICE_CIDR=$SERVICE_CIDR
 KUBELET_TLS_CERT_FILE=$PKI_DIR/kubelet-serving.crt
 KUBELET_TLS_KEY_FILE=$PKI_DIR/kubelet-serving.key
+BOOTSTRAP_KUBECONFIG=$BOOTSTRAP_KUBECONFIG
+EOF
+}
+
+# bootstrap_token prints the cluster's bootstrap token (<id>.<secret>),
+# generated once and kept in $BOOTSTRAP_TOKEN_FILE.
+bootstrap_token() {
+  if [ ! -s "$BOOTSTRAP_TOKEN_FILE" ]; then
+    local chars=abcdefghijklmnopqrstuvwxyz0123456789 id secret
+    id=$(tr -dc "$chars" < /dev/urandom | head -c 6)
+    secret=$(tr -dc "$chars" < /dev/urandom | head -c 16)
+    (umask 077 && echo "$id.$secret" > "$BOOTSTRAP_TOKEN_FILE")
+    log "generated a bootstrap token ($BOOTSTRAP_TOKEN_FILE)"
+  fi
+  cat "$BOOTSTRAP_TOKEN_FILE"
+}
+
+# bootstrap_kubeconfig: the kubeconfig a kubelet joins with through TLS
+# bootstrap (--bootstrap-kubeconfig): the CA and the bootstrap token.
+bootstrap_kubeconfig() {
+  cat <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: $CLUSTER_NAME
+  cluster:
+    server: $APISERVER_URL
+    certificate-authority-data: $(b64 "$PKI_DIR/ca.crt")
+users:
+- name: kubelet-bootstrap
+  user:
+    token: $(bootstrap_token)
+contexts:
+- name: kubelet-bootstrap@$CLUSTER_NAME
+  context:
+    cluster: $CLUSTER_NAME
+    user: kubelet-bootstrap
+current-context: kubelet-bootstrap@$CLUSTER_NAME
+EOF
+}
+
+# apply_bootstrap_objects: the bootstrap token's Secret, and the RBAC that
+# lets its holders (group system:bootstrappers) create node client CSRs
+# that the controller manager approves and lets nodes renew their own
+# client certificates (kubeadm's bindings). Idempotent.
+apply_bootstrap_objects() {
+  local token id secret
+  token=$(bootstrap_token)
+  id=${token%%.*}
+  secret=${token#*.}
+  kubectl --kubeconfig "$ADMIN_KUBECONFIG" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Secret
+metadata:
+  name: bootstrap-token-$id
+  namespace: kube-system
+type: bootstrap.kubernetes.io/token
+stringData:
+  description: "TLS bootstrap of the local cluster's kubelets (hack/cluster.sh)"
+  token-id: "$id"
+  token-secret: "$secret"
+  usage-bootstrap-authentication: "true"
+  auth-extra-groups: "system:bootstrappers:gokubelet"
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: gokubelet:kubelet-bootstrap
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:node-bootstrapper
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: Group
+  name: system:bootstrappers
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: gokubelet:node-autoapprove-bootstrap
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:certificates.k8s.io:certificatesigningrequests:nodeclient
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: Group
+  name: system:bootstrappers
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: gokubelet:node-autoapprove-certificate-rotation
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: system:certificates.k8s.io:certificatesigningrequests:selfnodeclient
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: Group
+  name: system:nodes
 EOF
   # kube-proxy: iptables mode; traffic from any of the project's CNI bridges
   # (gk-<instance>) is pod traffic, whichever containerd instance the node
@@ -248,6 +363,7 @@ start_etcd() {
 start_apiserver() {
   local extra=()
   [ "$KUBELET_VERIFY_SERVING" = 1 ] && extra+=(--kubelet-certificate-authority="$PKI_DIR/ca.crt")
+  mapfile -t -O "${#extra[@]}" extra < <(aggregation_flags)
   start kube-apiserver "$APISERVER_PORT" "$BIN_DIR/kube-apiserver" \
     --advertise-address="$(node_ip)" \
     --bind-address=0.0.0.0 \
@@ -257,6 +373,7 @@ start_apiserver() {
     --tls-cert-file="$PKI_DIR/apiserver.crt" \
     --tls-private-key-file="$PKI_DIR/apiserver.key" \
     --authorization-mode=Node,RBAC \
+    --enable-bootstrap-token-auth=true \
     --enable-admission-plugins=NodeRestriction \
     --allow-privileged=true \
     --service-cluster-ip-range="$SERVICE_CIDR" \
@@ -272,6 +389,8 @@ start_apiserver() {
 }
 
 start_controller_manager() {
+  local extra=()
+  [ -z "$CLUSTER_SIGNING_DURATION" ] || extra+=(--cluster-signing-duration="$CLUSTER_SIGNING_DURATION")
   start kube-controller-manager "$CONTROLLER_MANAGER_PORT" "$BIN_DIR/kube-controller-manager" \
     --kubeconfig="$CM_KUBECONFIG" \
     --authentication-kubeconfig="$CM_KUBECONFIG" \
@@ -290,7 +409,8 @@ start_controller_manager() {
     --cluster-cidr="$CLUSTER_CIDR" \
     --service-cluster-ip-range="$SERVICE_CIDR" \
     --leader-elect=true \
-    --profiling=false
+    --profiling=false \
+    "${extra[@]}"
 }
 
 start_scheduler() {
@@ -327,6 +447,56 @@ start_coredns() {
   wait_until "CoreDNS /ready" 60 coredns coredns_ready
 }
 
+# ---- metrics-server and the aggregation layer (kubectl top) ------------------
+# Everything about metrics-server lives in hack/metrics-server.sh; these
+# functions only fit it into up/down/status. METRICS_SERVER=0 leaves it out.
+
+METRICS_SERVER=${METRICS_SERVER:-1}
+
+aggregation_flags() { "$here/metrics-server.sh" apiserver-flags; }
+
+# restart_apiserver_for_aggregation: a kube-apiserver started before the
+# aggregation layer was configured is stopped, so start_apiserver starts it
+# with the flags (a one-time restart; state is in etcd).
+restart_apiserver_for_aggregation() {
+  local pid
+  pid=$(running kube-apiserver) || return 0
+  tr '\0' '\n' < "/proc/$pid/cmdline" | grep -qx -- "--enable-aggregator-routing=true" && return 0
+  log "kube-apiserver runs without the aggregation layer metrics-server needs; restarting it"
+  stop kube-apiserver
+}
+
+start_metrics_server() {
+  if [ "$METRICS_SERVER" != 1 ]; then
+    # An APIService left from an earlier up would be served by nobody.
+    "$here/metrics-server.sh" unregister || log "could not delete the metrics APIService"
+    return 0
+  fi
+  "$here/metrics-server.sh" build >&2
+  "$here/metrics-server.sh" apply
+  local args
+  mapfile -t args < <("$here/metrics-server.sh" args)
+  start metrics-server "${METRICS_SERVER_PORT:-4443}" "${args[@]}"
+}
+
+# stop_metrics_server unregisters the metrics API first (while the apiserver
+# still runs): a cluster brought up later without metrics-server, or by a
+# cluster.sh that does not know it, must not keep an APIService nobody serves
+# (namespace deletion would stall on its discovery failure).
+stop_metrics_server() {
+  if running kube-apiserver >/dev/null && apiserver_ready; then
+    "$here/metrics-server.sh" unregister || log "could not delete the metrics APIService"
+  fi
+  stop metrics-server
+}
+
+# wait_metrics_server: the metrics API answers for the node (only when a
+# node kubelet was started; with CLUSTER_NODE=0 whoever runs the kubelet waits).
+wait_metrics_server() {
+  [ "$METRICS_SERVER" = 1 ] && [ "${CLUSTER_NODE:-1}" != 0 ] || return 0
+  wait_until "the metrics API (kubectl top)" 120 metrics-server "$here/metrics-server.sh" ready
+}
+
 # ---- commands ----------------------------------------------------------------
 
 cmd_up() {
@@ -341,9 +511,12 @@ cmd_up() {
   mkdir -p "$CLUSTER_DIR" "$CLUSTER_RUN_DIR" "$CLUSTER_LOG_DIR"
   chmod 700 "$CLUSTER_DIR"
   "$here/pki.sh"
+  "$here/metrics-server.sh" pki
   write_configs
   start_etcd
+  restart_apiserver_for_aggregation
   start_apiserver
+  apply_bootstrap_objects
   start_controller_manager
   start_scheduler
   wait_until "the default ServiceAccount" 90 kube-controller-manager default_sa_exists
@@ -351,6 +524,7 @@ cmd_up() {
     start_kube_proxy
     start_coredns
   fi
+  start_metrics_server
   if [ "${CLUSTER_NODE:-1}" = 0 ]; then
     log "CLUSTER_NODE=0: control plane only (node settings: $KUBELET_ENV)"
   elif [ -x "$here/node.sh" ]; then
@@ -358,6 +532,7 @@ cmd_up() {
   else
     log "hack/node.sh not found; control plane only (node settings: $KUBELET_ENV)"
   fi
+  wait_metrics_server
   log "cluster up: apiserver $APISERVER_URL (advertised $(node_ip):$APISERVER_PORT)"
   echo "export KUBECONFIG=$ADMIN_KUBECONFIG"
 }
@@ -372,6 +547,7 @@ cmd_down() {
   if [ -x "$here/node.sh" ]; then
     NODE_KUBECONFIG=$NODE_KUBECONFIG "$here/node.sh" down || log "hack/node.sh down failed; continuing"
   fi
+  stop_metrics_server
   local i
   for ((i = ${#ADDONS[@]} - 1; i >= 0; i--)); do
     stop "${ADDONS[$i]}"
@@ -399,6 +575,11 @@ cmd_status() {
       printf '%-24s stopped\n' "$c"
     fi
   done
+  if pid=$(running metrics-server); then
+    printf '%-24s running  pid %s\n' metrics-server "$pid"
+  else
+    printf '%-24s stopped\n' metrics-server
+  fi
   if running kube-apiserver >/dev/null && apiserver_ready; then
     printf '%-24s %s\n' "apiserver /readyz" "ok ($APISERVER_URL)"
   else

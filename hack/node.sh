@@ -11,7 +11,9 @@
 # Standalone by default: static pods from examples/static-pods (STATIC_POD_PATH
 # overrides). With NODE_KUBECONFIG set (hack/cluster.sh does it), the kubelet
 # joins that cluster, taking node name and IP from
-# /var/lib/gokubelet/cluster/kubelet-env.
+# /var/lib/gokubelet/cluster/kubelet-env: through TLS bootstrap (the cluster's
+# bootstrap kubeconfig; the client certificate lands in <root-dir>/pki and is
+# rotated), or with NODE_BOOTSTRAP=0 directly with NODE_KUBECONFIG.
 # The node's files: /var/lib/gokubelet/node/kubelet (root dir and config),
 # log /var/log/gokubelet/node-kubelet.log, pod logs /var/log/pods.
 set -euo pipefail
@@ -28,6 +30,9 @@ STATIC_POD_PATH=${STATIC_POD_PATH:-$GK_REPO_ROOT/examples/static-pods}
 READ_ONLY_PORT=${READ_ONLY_PORT:-10255}
 HEALTHZ_PORT=${HEALTHZ_PORT:-10248}
 CLUSTER_ENV=/var/lib/gokubelet/cluster/kubelet-env
+KUBELET_KUBECONFIG=$KUBELET_DIR/kubeconfig
+KUBELET_CERT_DIR=$KUBELET_DIR/pki
+NODE_BOOTSTRAP=${NODE_BOOTSTRAP:-1}
 
 kubelet_pid() {
   local pid
@@ -52,6 +57,19 @@ stop_kubelet() {
   rm -f "$KUBELET_PID"
 }
 
+# forget_foreign_credentials removes a bootstrapped kubeconfig and client
+# certificate issued by another cluster CA (after `cluster.sh down --purge`):
+# they would not expire for a year but no longer work.
+forget_foreign_credentials() {
+  [ -f "$KUBELET_KUBECONFIG" ] || return 0
+  local pem=$KUBELET_CERT_DIR/kubelet-client-current.pem
+  if [ ! -f "$pem" ] || ! openssl verify -CAfile "$CLUSTER_CA_FILE" "$pem" >/dev/null 2>&1 ||
+    ! grep -q "certificate-authority-data: $(base64 -w0 < "$CLUSTER_CA_FILE")" "$KUBELET_KUBECONFIG"; then
+    gk_warn "the node's bootstrapped credentials are not from this cluster's CA; bootstrapping again"
+    rm -f "$KUBELET_KUBECONFIG" "$KUBELET_CERT_DIR"/kubelet-client-*
+  fi
+}
+
 write_config() {
   local kubeconfig_line="" cluster_lines=""
   if [ -n "${NODE_KUBECONFIG:-}" ] && [ -f "$CLUSTER_ENV" ]; then
@@ -62,11 +80,32 @@ write_config() {
     . "$CLUSTER_ENV"
     NODE_KUBECONFIG=$kc
   fi
+  # Standalone: every port on loopback, the read-only port on.
+  local server_lines="address: 127.0.0.1
+readOnlyPort: $READ_ONLY_PORT"
   if [ -n "${NODE_KUBECONFIG:-}" ]; then
     cluster_lines="clusterDomain: ${CLUSTER_DOMAIN:-cluster.local}"
     if [ -n "${CLUSTER_DNS:-}" ]; then
       cluster_lines+=$'\n'"clusterDNS: [\"$CLUSTER_DNS\"]"
     fi
+    # In a cluster the API server reaches the kubelet API on the node's
+    # IP; the unauthenticated read-only port stays off. The upstream
+    # kubelet's usual secure settings: x509 (the cluster CA) and webhook
+    # authentication, no anonymous access, webhook authorization.
+    server_lines="address: 0.0.0.0
+readOnlyPort: 0
+rotateCertificates: $([ "$NODE_BOOTSTRAP" = 1 ] && echo true || echo false)
+tlsCertFile: $KUBELET_TLS_CERT_FILE
+tlsPrivateKeyFile: $KUBELET_TLS_KEY_FILE
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: $CLUSTER_CA_FILE
+authorization:
+  mode: Webhook"
   fi
   mkdir -p "$KUBELET_DIR"
   gk_write_if_changed "$KUBELET_CONFIG" <<CFG
@@ -77,8 +116,7 @@ staticPodPath: $STATIC_POD_PATH
 containerRuntimeEndpoint: unix://$GK_CTRD_SOCK
 cgroupDriver: cgroupfs
 failSwapOn: false
-address: 127.0.0.1
-readOnlyPort: $READ_ONLY_PORT
+$server_lines
 healthzPort: $HEALTHZ_PORT
 podLogsDir: /var/log/pods
 $cluster_lines
@@ -92,7 +130,12 @@ up() {
   (cd "$GK_REPO_ROOT" && go build -o "$KUBELET_BIN.new" ./cmd/kubelet)
   write_config
   local args=(--config "$KUBELET_CONFIG" --root-dir "$KUBELET_DIR")
-  if [ -n "${NODE_KUBECONFIG:-}" ]; then
+  if [ -n "${NODE_KUBECONFIG:-}" ] && [ "$NODE_BOOTSTRAP" = 1 ] && [ -n "${BOOTSTRAP_KUBECONFIG:-}" ]; then
+    forget_foreign_credentials
+    args+=(--bootstrap-kubeconfig "$BOOTSTRAP_KUBECONFIG" --kubeconfig "$KUBELET_KUBECONFIG" --cert-dir "$KUBELET_CERT_DIR")
+    [ -z "${NODE_NAME:-}" ] || args+=(--hostname-override "$NODE_NAME")
+    [ -z "${NODE_IP:-}" ] || args+=(--node-ip "$NODE_IP")
+  elif [ -n "${NODE_KUBECONFIG:-}" ]; then
     args+=(--kubeconfig "$NODE_KUBECONFIG")
     [ -z "${NODE_NAME:-}" ] || args+=(--hostname-override "$NODE_NAME")
     [ -z "${NODE_IP:-}" ] || args+=(--node-ip "$NODE_IP")
@@ -119,10 +162,22 @@ up() {
     curl -fsS "http://127.0.0.1:$HEALTHZ_PORT/healthz" >/dev/null || gk_die "kubelet healthz did not answer within 30s; log: $KUBELET_LOG"
     echo "kubelet running (pid $(kubelet_pid)), log: $KUBELET_LOG"
   fi
+  if [ -n "${NODE_KUBECONFIG:-}" ]; then
+    cat <<MSG
+
+The node is up and joins the cluster (kubectl get nodes). Its API on ${NODE_IP:-<node-ip>}:10250 needs credentials:
+  curl -sk https://${NODE_IP:-<node-ip>}:10250/pods                          # 401
+  curl -s --cacert $CLUSTER_CA_FILE --cert ${KUBELET_TLS_CERT_FILE%/*}/apiserver-kubelet-client.crt \\
+       --key ${KUBELET_TLS_CERT_FILE%/*}/apiserver-kubelet-client.key https://${NODE_IP:-<node-ip>}:10250/pods   # 200
+  kubectl top pods -A                                                        # through metrics-server (docs/metrics.md)
+MSG
+    return 0
+  fi
   cat <<MSG
 
 The node is up. See its pods:
   curl -s http://127.0.0.1:$READ_ONLY_PORT/pods | python3 -m json.tool     # the kubelet's view, with status
+  curl -s http://127.0.0.1:$READ_ONLY_PORT/stats/summary             # resource usage (docs/metrics.md)
   curl -s http://127.0.0.1:$HEALTHZ_PORT/healthz                            # ok
   ctr --address $GK_CTRD_SOCK -n k8s.io containers ls                       # the runtime's view
 Static pods come from $STATIC_POD_PATH: add, edit or remove a manifest there.

@@ -69,9 +69,19 @@ func newCommand(ctx context.Context, stdout, stderr io.Writer, run runFunc) *cob
 		Long: `The kubelet runs on every node. It registers the node with the API server
 (or, without --kubeconfig, runs standalone), keeps the node's lease and
 status, runs the pods bound to the node (and static pods) through a CRI
-container runtime, probes them, and reports their status. It serves healthz
-and, when enabled, the read-only API (/pods, /runningpods/). Not implemented
-yet: the authenticated API on --port (logs, exec, stats, metrics).
+container runtime, probes them, and reports their status. It serves healthz,
+the kubelet API on --port over HTTPS with authentication and authorization
+(/pods, /runningpods/, /containerLogs, /exec, /attach, /portForward, /run,
+/logs/, /configz, /debug/pprof/, /stats/summary,
+/stats/timeline/<namespace>/<name> (pod startup timelines), /metrics,
+/metrics/cadvisor, /metrics/resource, /metrics/probes), and, when enabled,
+the read-only API (/healthz, /pods and the stats and metrics endpoints).
+With --bootstrap-kubeconfig it obtains its client certificate through a
+CertificateSigningRequest (TLS bootstrap).
+
+With --virtual-nodes-config it also runs virtual nodes: nodes whose pods run
+elsewhere through a provider (another Kubernetes cluster, or memory), beside
+this machine's node or, with realNode: false in that file, instead of it.
 
 Configuration comes from a KubeletConfiguration file (--config,
 kubelet.config.k8s.io/v1beta1), then the drop-in files of --config-dir

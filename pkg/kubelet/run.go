@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,20 +13,24 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 	"github.com/gokubelet/kubelet/pkg/engine/cri"
+	"github.com/gokubelet/kubelet/pkg/engine/virtual/nodeset"
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
+	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
 	"github.com/gokubelet/kubelet/pkg/pod/source/file"
 	"github.com/gokubelet/kubelet/pkg/pod/source/url"
+	"github.com/gokubelet/kubelet/pkg/pod/timeline"
 	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
 	"github.com/gokubelet/kubelet/pkg/server"
@@ -45,14 +50,20 @@ var Version = "v1.34.4+gokubelet"
 // stop in reverse):
 //
 //  1. core: the pod status writer and, when joined, the Node's status, its
-//     lease and the mirror pod loop;
+//     lease, the mirror pod loop and the client certificate's rotation;
 //  2. sources: the static pod sources, the API pod source (joined) and the
 //     merger;
-//  3. servers: healthz and the read-only API, bound before anything runs so
-//     a port in use is a clear start-up failure;
+//  3. servers: healthz, the read-only API and the kubelet API (with the
+//     serving certificate's rotation), bound before anything runs so a
+//     port in use is a clear start-up failure;
 //  4. engine: pod workers, PLEG, probers;
-//  5. sync loop.
+//  5. sync loop;
+//  6. virtual nodes, when --virtual-nodes-config names any (virtual.go;
+//     with realNode: false they are all that runs).
 func Run(ctx context.Context, s *kubeletconfig.Settings) error {
+	if !s.RunsRealNode() {
+		return runVirtualOnly(ctx, s) // virtual.go
+	}
 	log := klog.FromContext(ctx).WithValues("node", s.NodeName)
 	ctx = klog.NewContext(ctx, log)
 	cfg := s.Config
@@ -78,9 +89,19 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	hostIPs := hostIPs(s, machine)
 
 	// Standalone or joined: the one place where the modes differ.
-	var clients *node.Clients
+	var (
+		clients    *node.Clients
+		clientCert runnable.Runnable
+	)
 	if s.KubeconfigPath != "" {
+		// TLS bootstrap and client certificate rotation (wire_api.go).
+		var rc *rest.Config
+		rc, clientCert, err = clientIdentity(ctx, s)
+		if err != nil {
+			return err
+		}
 		clients, err = node.NewClients(node.ClientConfig{
+			REST:        rc,
 			Kubeconfig:  s.KubeconfigPath,
 			UserAgent:   "kubelet/" + Version + " (" + s.NodeName + ")",
 			ContentType: cfg.ContentType,
@@ -140,6 +161,21 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 
+	// The node's resources: the cgroup hierarchy the pods run in.
+	res, err := newNodeResources(ctx, cfg, s.RootDir, &ncfg, machine)
+	if err != nil {
+		return err
+	}
+
+	alloc, err := allocation.New(s.RootDir)
+	if err != nil {
+		return fmt.Errorf("pod resource allocations: %w", err)
+	}
+
+	// The pod startup timeline (wire_stats.go): told about the CRI calls of
+	// pod starts by the runtime, about pods and statuses by the engine.
+	tl := timeline.New(nil)
+
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
@@ -150,6 +186,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		PodLogsDir:            cfg.PodLogsDir,
 		CgroupDriver:          cfg.CgroupDriver,
 		CgroupRoot:            cfg.CgroupRoot,
+		CgroupParent:          res.cgroups.PodParent,
+		PodCgroup:             res.cgroups.SetPod,
+		Actuated:              alloc,
 		ResolvConf:            derefString(cfg.ResolverConfig),
 		ClusterDNS:            cfg.ClusterDNS,
 		ClusterDomain:         cfg.ClusterDomain,
@@ -167,6 +206,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		},
 		PodSpec:         podSpec.Deps,
 		PullCredentials: podSpec.Credentials,
+		CRIObserver:     tl,
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
@@ -206,23 +246,56 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Probes:         probes,
 		Volumes:        volumes,
 		Security:       podSpec.Security,
+		Cgroups:        res.cgroups,
+		Allocation:     alloc,
 		Updates:        merger.Updates(),
 		Sources:        sourceNames,
 		SeenAllSources: merger.SeenAllSources,
 		HostIPs:        hostIPs,
 		Resync:         cfg.SyncFrequency.Duration,
 		Clock:          clock.RealClock{},
+		Observer:       tl,
 	})
 	facts.engine.Store(eng)
+	if err := res.attach(ctx, core, eng, rt); err != nil {
+		return err
+	}
+	facts.resources.Store(res)
+
+	// Virtual nodes beside the real one (virtual.go).
+	checks := eng.HealthChecks()
+	var vn *nodeset.Set
+	if s.VirtualNodes != nil {
+		if vn, err = nodeset.New(s, hostIPs, Version); err != nil {
+			return err
+		}
+		checks = append(checks, server.HealthCheck{Name: "virtual-nodes", Check: vn.HealthCheck})
+	}
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.
-	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, eng.HealthChecks(), podLister{core, eng})
+	pods := podLister{core, eng}
+	// Stats and metrics (wire_stats.go), on both the read-only port and the
+	// kubelet API.
+	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodParent)
+	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, pods, routes)
 	if err != nil {
 		return err
 	}
+	// The kubelet API (wire_api.go).
+	api, err := newKubeletAPI(ctx, s, apiParts{
+		recorder: core.Recorder(), nodeRef: core.NodeRef(), clients: clients, pods: pods, containers: cri.NewContainers(rt),
+		checks: checks, routes: routes, hostIPs: hostIPs,
+	})
+	if err != nil {
+		closeServers(servers)
+		return err
+	}
+	servers = append(servers, api...)
 
 	var g runnable.Group
-	core.AddTo(g.Stage("core"))
+	coreStage := g.Stage("core")
+	coreStage.Add("client-certificate", clientCert)
+	core.AddTo(coreStage)
 	srcStage := g.Stage("sources")
 	for _, src := range sources {
 		srcStage.Add(src.Name+"-source", src.Runnable)
@@ -237,6 +310,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		engineStage.Add("services", podSpec.services)
 	}
 	eng.AddTo(engineStage, g.Stage("sync-loop"))
+	res.addTo(engineStage)
+	if vn != nil {
+		g.Stage("virtual-nodes").Add("virtual-nodes", vn)
+	}
 
 	log.Info("Kubelet starting", "sources", sourceNames, "rootDir", s.RootDir, "hostIPs", hostIPs, "standalone", clients == nil)
 	err = g.Run(ctx)
@@ -251,9 +328,10 @@ const shutdownWait = runnable.DefaultStopTimeout
 // hostFacts is the real node's facts provider: the machine's facts and, once
 // the engine exists, the runtime's readiness and version.
 type hostFacts struct {
-	cfg     *nodestatus.Config
-	rootDir string
-	engine  atomic.Pointer[cri.Engine]
+	cfg       *nodestatus.Config
+	rootDir   string
+	engine    atomic.Pointer[cri.Engine]
+	resources atomic.Pointer[nodeResources]
 }
 
 func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
@@ -269,6 +347,10 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	}
 	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
 	f.Readiness = eng.Readiness(ctx)
+	f.Pressure = h.resources.Load().pressure()
+	if errs := h.resources.Load().readinessErrors(); len(errs) > 0 {
+		f.Readiness.Errors = append(f.Readiness.Errors, errs...)
+	}
 	return f, nil
 }
 
@@ -279,38 +361,54 @@ type podLister struct {
 }
 
 func (p podLister) Pods() []*v1.Pod { return p.core.PodsWithStatus() }
+func (p podLister) GetPodByName(namespace, name string) (*v1.Pod, bool) {
+	return p.core.Pods().GetByFullName(namespace + "/" + name)
+}
 func (p podLister) RunningPods(ctx context.Context) ([]*v1.Pod, error) {
 	return p.eng.RunningPods(ctx)
 }
 
+// namedServer is a bound server: its runnable, and what releases its
+// port when the kubelet fails before serving.
 type namedServer struct {
-	name string
-	r    runnable.Runnable
+	name  string
+	r     runnable.Runnable
+	close io.Closer
 }
 
-// listen binds the healthz and read-only endpoints that are configured.
-func listen(healthzAddr string, healthzPort int32, addr string, readOnlyPort int32, checks []server.HealthCheck, pods server.PodSource) ([]namedServer, error) {
+// closeServers releases the ports of servers that will not start.
+func closeServers(servers []namedServer) {
+	for _, s := range servers {
+		if s.close != nil {
+			_ = s.close.Close()
+		}
+	}
+}
+
+// listen binds the healthz and read-only endpoints that are configured;
+// the read-only port also serves the routes marked ReadOnly.
+func listen(healthzAddr string, healthzPort int32, addr string, readOnlyPort int32, checks []server.HealthCheck, pods server.PodSource, routes []server.Route) ([]namedServer, error) {
 	var out []namedServer
-	var closers []net.Listener
 	if healthzPort > 0 {
 		l, err := server.Listen(hostPortAddr(healthzAddr, healthzPort))
 		if err != nil {
 			return nil, fmt.Errorf("healthz endpoint: %w", err)
 		}
-		closers = append(closers, l)
 		h := server.HealthzHandler(checks...)
-		out = append(out, namedServer{"healthz", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) })})
+		out = append(out, namedServer{"healthz", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) }), l})
 	}
 	if readOnlyPort > 0 {
-		l, err := server.Listen(hostPortAddr(addr, readOnlyPort))
-		if err != nil {
-			for _, c := range closers {
-				_ = c.Close()
+		h, err := server.ReadOnlyHandler(pods, routes, checks...)
+		if err == nil {
+			var l net.Listener
+			if l, err = server.Listen(hostPortAddr(addr, readOnlyPort)); err == nil {
+				out = append(out, namedServer{"read-only-server", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) }), l})
 			}
+		}
+		if err != nil {
+			closeServers(out)
 			return nil, fmt.Errorf("read-only endpoint: %w", err)
 		}
-		h := server.ReadOnlyHandler(pods, checks...)
-		out = append(out, namedServer{"read-only-server", runnable.Func(func(ctx context.Context) error { return server.Serve(ctx, l, h) })})
 	}
 	return out, nil
 }

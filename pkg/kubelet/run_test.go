@@ -41,7 +41,7 @@ func TestListenFailsClearlyOnAPortInUse(t *testing.T) {
 	freePort := free.Addr().(*net.TCPAddr).Port
 	free.Close()
 
-	_, err = listen("127.0.0.1", int32(freePort), "127.0.0.1", int32(takenPort), nil, nil)
+	_, err = listen("127.0.0.1", int32(freePort), "127.0.0.1", int32(takenPort), nil, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "read-only endpoint") {
 		t.Fatalf("err = %v, want the read-only endpoint named", err)
 	}

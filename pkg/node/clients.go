@@ -12,6 +12,10 @@ import (
 type ClientConfig struct {
 	// Kubeconfig is the kubeconfig file's path.
 	Kubeconfig string
+	// REST, when set, is the base configuration instead of Kubeconfig's
+	// (the TLS-bootstrapped identity with its rotating client certificate,
+	// see pkg/node/certs). It is copied, not changed.
+	REST *rest.Config
 	// UserAgent identifies this kubelet.
 	UserAgent string
 	// ContentType of requests (contentType), the client's default when
@@ -36,11 +40,18 @@ type Clients struct {
 	Config *rest.Config
 }
 
-// NewClients builds the clients from a kubeconfig file.
+// NewClients builds the clients from cfg.REST, or else from the kubeconfig
+// file.
 func NewClients(cfg ClientConfig) (*Clients, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
+	var rc *rest.Config
+	if cfg.REST != nil {
+		rc = rest.CopyConfig(cfg.REST)
+	} else {
+		var err error
+		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", cfg.Kubeconfig, err)
+		}
 	}
 	rc.UserAgent = cfg.UserAgent
 	if cfg.ContentType != "" {

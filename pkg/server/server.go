@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -90,17 +92,6 @@ func writePodList(w http.ResponseWriter, pods []*v1.Pod) {
 	}
 }
 
-// ReadOnlyHandler is the read-only API: /healthz, /pods, /runningpods/.
-func ReadOnlyHandler(src PodSource, checks ...HealthCheck) http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/healthz", HealthzHandler(checks...))
-	mux.Handle("/pods", PodsHandler(src))
-	mux.Handle("/pods/", PodsHandler(src))
-	mux.Handle("/runningpods/", RunningPodsHandler(src))
-	mux.Handle("/runningpods", RunningPodsHandler(src))
-	return mux
-}
-
 // Listen binds addr (host:port). Binding is separate from serving so start-up
 // can fail early and clearly on a port in use.
 func Listen(addr string) (net.Listener, error) {
@@ -113,7 +104,36 @@ func Listen(addr string) (net.Listener, error) {
 
 // Serve serves h on l until ctx ends, then shuts down gracefully.
 func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	return serve(ctx, &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}, l)
+}
+
+// ServeTLS serves the kubelet API on l with TLS until ctx ends. Streams
+// (logs -f, exec, attach, port-forward) may last for hours, as upstream
+// allows (4h read and write timeouts).
+func ServeTLS(ctx context.Context, l net.Listener, h http.Handler, cfg *tls.Config) error {
+	srv := &http.Server{
+		Handler:           h,
+		TLSConfig:         cfg,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ReadTimeout:       4 * time.Hour,
+		WriteTimeout:      4 * time.Hour,
+		MaxHeaderBytes:    1 << 20,
+		ErrorLog:          log.New(tlsErrorLog{}, "", 0),
+	}
+	return serve(ctx, srv, tls.NewListener(l, cfg))
+}
+
+// tlsErrorLog sends net/http's own errors (failed handshakes) to klog at
+// a verbosity that keeps scanners from flooding the log.
+type tlsErrorLog struct{}
+
+func (tlsErrorLog) Write(p []byte) (int, error) {
+	klog.V(4).InfoS("Kubelet API server", "msg", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func serve(ctx context.Context, srv *http.Server, l net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
@@ -121,6 +141,8 @@ func Serve(ctx context.Context, l net.Listener, h http.Handler) error {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(sctx)
+		// Hijacked streams (exec, port-forward) are not tracked by
+		// Shutdown; they end with the process.
 		return nil
 	case err := <-errc:
 		if errors.Is(err, http.ErrServerClosed) {

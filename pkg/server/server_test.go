@@ -49,9 +49,22 @@ func TestPodEndpoints(t *testing.T) {
 		pods:    []*v1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "default"}, Status: v1.PodStatus{Phase: v1.PodRunning}}},
 		running: []*v1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "kube-system"}}},
 	}
-	h := ReadOnlyHandler(src)
+	ro, err := ReadOnlyHandler(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The read-only port serves /pods; /runningpods/ is a debugging
+	// endpoint (405 there, as upstream) served on the secured API.
+	if code, body := get(t, ro, "/runningpods/"); code != http.StatusMethodNotAllowed || !strings.Contains(body, "Debug endpoints are disabled") {
+		t.Fatalf("read-only /runningpods/: %d %s", code, body)
+	}
+	h := allowAll(t, Config{Pods: lookupOf(src), DebuggingHandlers: true})
 	for path, want := range map[string]string{"/pods": "a", "/runningpods/": "b"} {
-		code, body := get(t, h, path)
+		hh := h
+		if path == "/pods" {
+			hh = ro
+		}
+		code, body := get(t, hh, path)
 		if code != 200 {
 			t.Fatalf("%s: %d %s", path, code, body)
 		}

@@ -54,7 +54,7 @@ func downwardFiles(s *setup, items []v1.DownwardAPIVolumeFile, mode int32) (map[
 			}
 			f.Data = []byte(v)
 		case it.ResourceFieldRef != nil:
-			v, err := fieldpath.ContainerResource(s.pod, it.ResourceFieldRef.ContainerName, it.ResourceFieldRef, s.m.opts.NodeAllocatable())
+			v, err := fieldpath.ContainerResource(s.pod, nil, it.ResourceFieldRef, s.m.opts.NodeAllocatable())
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", it.Path, err))
 				continue

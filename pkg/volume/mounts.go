@@ -3,10 +3,12 @@ package volume
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/gokubelet/kubelet/pkg/pod/envvars"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/volume/subpath"
 )
@@ -67,43 +69,28 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 }
 
 // ExpandSubPathExpr expands $(VAR) references in a subPathExpr with the
-// container's environment ("$$" is a literal "$"). A variable that is not
-// set or empty is an error, as upstream.
+// container's environment, by envvars.Expand's rules ("$$" is a literal
+// "$"). A variable that is not set or empty is an error naming every such
+// variable, sorted, as upstream.
 func ExpandSubPathExpr(expr string, env func(string) (string, bool)) (string, error) {
-	var b strings.Builder
-	var missing []string
-	for i := 0; i < len(expr); i++ {
-		if expr[i] != '$' || i+1 >= len(expr) {
-			b.WriteByte(expr[i])
-			continue
+	missing := map[string]bool{}
+	out := envvars.Expand(expr, func(name string) (string, bool) {
+		v, ok := "", false
+		if env != nil {
+			v, ok = env(name)
 		}
-		switch expr[i+1] {
-		case '$':
-			b.WriteByte('$')
-			i++
-		case '(':
-			end := strings.IndexByte(expr[i+2:], ')')
-			if end < 0 {
-				b.WriteString(expr[i:])
-				i = len(expr)
-				continue
-			}
-			name := expr[i+2 : i+2+end]
-			v, ok := "", false
-			if env != nil {
-				v, ok = env(name)
-			}
-			if !ok || v == "" {
-				missing = append(missing, name)
-			}
-			b.WriteString(v)
-			i += 2 + end
-		default:
-			b.WriteByte('$')
+		if !ok || v == "" {
+			missing[name] = true
 		}
-	}
+		return v, true
+	})
 	if len(missing) > 0 {
-		return "", fmt.Errorf("missing value for %s", strings.Join(missing, ", "))
+		names := make([]string, 0, len(missing))
+		for n := range missing {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		return "", fmt.Errorf("missing value for %s", strings.Join(names, ", "))
 	}
-	return b.String(), nil
+	return out, nil
 }

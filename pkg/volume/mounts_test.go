@@ -82,6 +82,13 @@ func TestExpandSubPathExpr(t *testing.T) {
 		{"$(B)/$(C)", "", "missing value for B, C"},
 		{"$(A", "$(A", ""},
 		{"a$b", "a$b", ""},
+		{"a$", "a$", ""},
+		// Missing names once each, sorted, as upstream (this function
+		// listed them in order, repeated).
+		{"$(C)/$(B)/$(C)", "", "missing value for B, C"},
+		// An unterminated "$(" is kept and scanning goes on, as upstream's
+		// expansion (this function copied the rest verbatim).
+		{"$(A$$", "$(A$", ""},
 	} {
 		got, err := ExpandSubPathExpr(tc.in, env)
 		if got != tc.want || (err == nil) != (tc.err == "") || (err != nil && err.Error() != tc.err) {

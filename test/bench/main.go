@@ -44,6 +44,10 @@ type options struct {
 	streamN        int
 	streamEvery    time.Duration
 	settleIdle     time.Duration
+	// churn > 0 runs the churn workload (our kubelet only) instead of the
+	// comparison, and writes only its section of the report.
+	churn            int
+	churnConcurrency int
 }
 
 // results[kind][workload][figure] holds one value per round, in round order.
@@ -68,6 +72,10 @@ type bench struct {
 	env   map[string]string
 	res   results
 	fails []string
+
+	churnSamples  []churnSample
+	churnFailures []string
+	churnWall     time.Duration
 }
 
 func main() {
@@ -86,8 +94,10 @@ func main() {
 	flag.IntVar(&o.streamN, "stream", 60, "pods in the steady stream")
 	flag.DurationVar(&o.streamEvery, "stream-every", 200*time.Millisecond, "interval of the steady stream")
 	flag.DurationVar(&o.settleIdle, "settle", 10*time.Second, "settle time before the idle RSS with the large batch running")
+	flag.IntVar(&o.churn, "churn", 0, "run the churn workload with this many pods instead of the comparison (our kubelet only)")
+	flag.IntVar(&o.churnConcurrency, "churn-concurrency", 10, "pods alive at once in the churn workload")
 	flag.Parse()
-	if o.ours == "" || o.upstream == "" {
+	if o.ours == "" || (o.upstream == "" && o.churn == 0) {
 		fmt.Fprintln(os.Stderr, "bench: -ours and -upstream are required")
 		os.Exit(2)
 	}
@@ -129,6 +139,17 @@ func run(o options) error {
 		return err
 	}
 	b := &bench{opt: o, cs: cs, rt: rt, env: env, res: results{}}
+	if o.churn > 0 {
+		logf("churn: %d pods, %d at a time", o.churn, o.churnConcurrency)
+		if err := b.runChurn(); err != nil {
+			return err
+		}
+		_ = cs.CoreV1().Nodes().Delete(context.Background(), env["NODE_NAME"], metav1.DeleteOptions{})
+		section := b.churnReport()
+		fmt.Println(section)
+		old, _ := os.ReadFile(o.out)
+		return os.WriteFile(o.out, []byte(withChurnSection(string(old), section)), 0o644)
+	}
 	start := time.Now()
 	for r := 1; r <= o.rounds; r++ {
 		for _, kind := range []string{"ours", "upstream"} {
@@ -149,7 +170,13 @@ func run(o options) error {
 	info := b.machineInfo(ver.RuntimeName+" "+ver.RuntimeVersion, time.Since(start))
 	table := b.table()
 	fmt.Println(table)
-	return os.WriteFile(o.out, []byte(b.report(info, table)), 0o644)
+	// The churn section (make bench-churn) stays.
+	old, _ := os.ReadFile(o.out)
+	doc := b.report(info, table)
+	if sec := churnSectionOf(string(old)); sec != "" {
+		doc = withChurnSection(doc, sec)
+	}
+	return os.WriteFile(o.out, []byte(doc), 0o644)
 }
 
 // nodeFlows counts the API requests made with the node's identity, from the

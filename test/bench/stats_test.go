@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -95,5 +96,18 @@ func TestParseKlogLine(t *testing.T) {
 	}
 	if _, ok := ParseKlogLine(`E1122 16:05:54.002939   13198 x.go:1] "Started container" pod="ns/a"`, 2026, loc); ok {
 		t.Fatal("error lines are ignored")
+	}
+}
+
+func TestChurnSectionIsKept(t *testing.T) {
+	sec := churnBegin + "\n## Churn\nfigures\n" + churnEnd + "\n"
+	doc := withChurnSection("# Benchmarks\n\ntable\n", sec)
+	if churnSectionOf(doc) != sec {
+		t.Fatalf("section not found in %q", doc)
+	}
+	newer := churnBegin + "\n## Churn\nnew figures\n" + churnEnd + "\n"
+	doc2 := withChurnSection(doc, newer)
+	if !strings.Contains(doc2, "new figures") || strings.Contains(doc2, "\nfigures") || !strings.HasPrefix(doc2, "# Benchmarks") {
+		t.Errorf("replaced badly: %q", doc2)
 	}
 }

@@ -51,14 +51,30 @@ var (
 	kubeletOnce sync.Once
 	kubelet     *framework.Kubelet
 	staticDir   string
-	// rootDir is the test kubelet's --root-dir.
-	rootDir string
+	// rootDir is the test kubelet's --root-dir; podLogsDir its
+	// podLogsDir; workDir the run's temporary directory.
+	rootDir    string
+	podLogsDir string
+	workDir    string
 
 	// clusterDNS is the test kubelet's clusterDNS: the cluster's
 	// (CLUSTER_DNS in kubelet-env) when it has one, else an address that
 	// is only written into pods' resolv.conf.
 	clusterDNS string
+
+	// The shared kubelet's configuration file (and its content), its
+	// bootstrapped kubeconfig and its --cert-dir.
+	kubeletConfig     string
+	kubeletConfigPath string
+	nodeKubeconfig    string
+	certDir           string
 )
+
+// clusterScriptEnv is the environment of every hack/cluster.sh call: the
+// control plane without a node of its own, and CSR-signed certificates that
+// live four minutes (rotated about every two), so that client certificate
+// rotation happens, and is survived, during the run.
+var clusterScriptEnv = []string{"CLUSTER_NODE=0", "CLUSTER_SIGNING_DURATION=4m"}
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
@@ -107,7 +123,7 @@ func setup(tmp string) error {
 	}
 	// The control plane; the first run builds it from the Go module proxy
 	// (minutes), later runs reuse the cached binaries.
-	if err := framework.Script(repoRoot, []string{"CLUSTER_NODE=0"}, "hack/cluster.sh", "up"); err != nil {
+	if err := framework.Script(repoRoot, clusterScriptEnv, "hack/cluster.sh", "up"); err != nil {
 		return err
 	}
 	if err := framework.Script(repoRoot, nil, "hack/node.sh", "stop"); err != nil {
@@ -130,34 +146,68 @@ func setup(tmp string) error {
 	if clusterDNS == "" {
 		clusterDNS = "10.96.0.10"
 	}
+	workDir = tmp
+	podLogsDir = filepath.Join(tmp, "pod-logs")
 	staticDir = filepath.Join(tmp, "static")
 	if err := os.MkdirAll(staticDir, 0o755); err != nil {
 		return err
 	}
-	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+	kubelet = &framework.Kubelet{Bin: kubeletBin}
+	kubelet.HealthzPort, err = framework.FreeTCPPort()
+	if err != nil {
+		return err
+	}
+	// The upstream kubelet's usual secure configuration: the kubelet API
+	// on 10250 with the cluster's serving certificate, x509 and webhook
+	// authentication, no anonymous access, webhook authorization; the
+	// node joins through TLS bootstrap and rotates its client
+	// certificate (short-lived in this cluster, see clusterScriptEnv).
+	kubeletConfig = fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: %s
 containerRuntimeEndpoint: %s
 cgroupDriver: cgroupfs
 failSwapOn: false
 readOnlyPort: 0
-healthzPort: %%d
+healthzPort: %d
 podLogsDir: %s
 clusterDomain: cluster.local
 clusterDNS: [%q]
 allowedUnsafeSysctls: ["kernel.msgmax"]
-`, staticDir, framework.CRIEndpoint(), filepath.Join(tmp, "pod-logs"), clusterDNS)
-	kubelet = &framework.Kubelet{Bin: kubeletBin}
-	kubelet.HealthzPort, err = framework.FreeTCPPort()
+rotateCertificates: true
+tlsCertFile: %s
+tlsPrivateKeyFile: %s
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+    cacheTTL: 2m
+  x509:
+    clientCAFile: %s
+authorization:
+  mode: Webhook
+`, staticDir, framework.CRIEndpoint(), kubelet.HealthzPort, filepath.Join(tmp, "pod-logs"), clusterDNS,
+		clusterEnv["KUBELET_TLS_CERT_FILE"], clusterEnv["KUBELET_TLS_KEY_FILE"], clusterEnv["CLUSTER_CA_FILE"])
+	kubeletConfigPath = filepath.Join(tmp, "config.yaml")
+	if err := os.WriteFile(kubeletConfigPath, []byte(kubeletConfig), 0o644); err != nil {
+		return err
+	}
+	certDir = filepath.Join(tmp, "pki")
+	nodeKubeconfig = filepath.Join(tmp, "kubeconfig")
+	if clusterEnv["BOOTSTRAP_KUBECONFIG"] == "" {
+		return fmt.Errorf("%s has no BOOTSTRAP_KUBECONFIG: hack/cluster.sh is older than this test", framework.ClusterEnvFile)
+	}
+	rootDir = filepath.Join(tmp, "root")
+	kubelet.Args = []string{"--config", kubeletConfigPath, "--root-dir", rootDir,
+		"--bootstrap-kubeconfig", clusterEnv["BOOTSTRAP_KUBECONFIG"], "--kubeconfig", nodeKubeconfig, "--cert-dir", certDir,
+		"--hostname-override", clusterEnv["NODE_NAME"], "--node-ip", clusterEnv["NODE_IP"], "-v", "3"}
+	// Two virtual nodes beside the real one (virtual_test.go).
+	vnArgs, err := virtualNodesSetup(tmp)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(tmp, "config.yaml"), []byte(fmt.Sprintf(cfg, kubelet.HealthzPort)), 0o644); err != nil {
-		return err
-	}
-	rootDir = filepath.Join(tmp, "root")
-	kubelet.Args = []string{"--config", filepath.Join(tmp, "config.yaml"), "--root-dir", rootDir,
-		"--kubeconfig", clusterEnv["NODE_KUBECONFIG"], "--hostname-override", clusterEnv["NODE_NAME"], "--node-ip", clusterEnv["NODE_IP"], "-v", "3"}
+	kubelet.Args = append(kubelet.Args, vnArgs...)
 	return nil
 }
 
@@ -510,7 +560,7 @@ func TestAPIServerRestartResyncs(t *testing.T) {
 	framework.Eventually(t, "apiserver stopped", func() (bool, string) {
 		return syscall.Kill(pid, 0) != nil, "still running"
 	})
-	if err := framework.Script(repoRoot, []string{"CLUSTER_NODE=0"}, "hack/cluster.sh", "up"); err != nil {
+	if err := framework.Script(repoRoot, clusterScriptEnv, "hack/cluster.sh", "up"); err != nil {
 		t.Fatal(err)
 	}
 	// The kubelet's watches come back: a new pod runs, deletion works, the

@@ -128,7 +128,7 @@ authorization:
 	current = upstream
 	upstream.Start(t)
 	nodeName := clusterEnv["NODE_NAME"]
-	waitNodeReady(t, nodeName)
+	waitNodeReady(t, nodeName, framework.WaitLimit)
 
 	ns := namespace(t)
 	pods := takeoverPods()
@@ -174,7 +174,7 @@ authorization:
 		}
 		current = step.to
 		step.to.Start(t)
-		waitNodeReady(t, nodeName)
+		waitNodeReady(t, nodeName, framework.WaitLimit)
 		for _, n := range names {
 			flipReadiness(t, n, step.toName)
 		}
@@ -283,17 +283,6 @@ spec:
   - name: scratch
     emptyDir: {}
 `
-
-func waitNodeReady(t *testing.T, name string) {
-	t.Helper()
-	framework.Eventually(t, "node Ready", func() (bool, string) {
-		n, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return nodeReady(n), fmt.Sprintf("%v", n.Status.Conditions)
-	})
-}
 
 func getPod(t *testing.T, key string) (*v1.Pod, error) {
 	ns, name, _ := strings.Cut(key, "/")

@@ -174,7 +174,15 @@ func FreeTCPPort() (int, error) {
 // WaitLimit with the last observation.
 func Eventually(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(WaitLimit)
+	EventuallyWithin(t, WaitLimit, what, cond)
+}
+
+// EventuallyWithin is Eventually with its own failure bound, for conditions
+// that wait on another component's period (metrics-server scrapes every
+// 15s and needs two scrapes for a rate).
+func EventuallyWithin(t *testing.T, limit time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for {
 		ok, seen := cond()
 		if ok {

@@ -31,6 +31,9 @@ var (
 	repoRoot   string
 	kubeletBin string
 	runtimeSvc cri.RuntimeService
+	// clientCA signs the client certificates the tests present to the
+	// kubelet API (standalone: x509 authentication, AlwaysAllow).
+	clientCA *framework.CA
 )
 
 func TestMain(m *testing.M) {
@@ -50,6 +53,10 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
 		return 1
 	}
+	if clientCA, err = framework.NewCA(tmp); err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -63,6 +70,8 @@ type node struct {
 	rootDir   string
 	config    string
 	roPort    int
+	// apiPort is the kubelet API's port (port), on 127.0.0.1.
+	apiPort int
 }
 
 // startNode starts a kubelet on a fresh manifest directory.
@@ -79,7 +88,7 @@ func startNodeWith(t *testing.T, extraConfig string) *node {
 	}
 	dir := t.TempDir()
 	n := &node{t: t, dir: dir, manifests: filepath.Join(dir, "manifests"), logsDir: filepath.Join(dir, "pod-logs"),
-		rootDir: filepath.Join(dir, "root"), config: filepath.Join(dir, "config.yaml"), roPort: framework.FreePort(t)}
+		rootDir: filepath.Join(dir, "root"), config: filepath.Join(dir, "config.yaml"), roPort: framework.FreePort(t), apiPort: framework.FreePort(t)}
 	n.HealthzPort = framework.FreePort(t)
 	for _, d := range []string{n.manifests, n.logsDir, n.rootDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -94,10 +103,16 @@ cgroupDriver: cgroupfs
 failSwapOn: false
 address: 127.0.0.1
 readOnlyPort: %d
+port: %d
+authentication:
+  x509:
+    clientCAFile: %s
+authorization:
+  mode: AlwaysAllow
 healthzPort: %d
 podLogsDir: %s
 syncFrequency: 20s
-%s`, n.manifests, framework.CRIEndpoint(), n.roPort, n.HealthzPort, n.logsDir, extraConfig)
+%s`, n.manifests, framework.CRIEndpoint(), n.roPort, n.apiPort, clientCA.File, n.HealthzPort, n.logsDir, extraConfig)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

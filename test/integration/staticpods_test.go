@@ -56,8 +56,8 @@ func TestStaticPodRuns(t *testing.T) {
 		b, err := os.ReadFile(logFile)
 		return err == nil && strings.Contains(string(b), "/healthz"), fmt.Sprintf("%v %q", err, b)
 	})
-	// /runningpods shows it too.
-	code, body := framework.HTTPGet(fmt.Sprintf("http://127.0.0.1:%d/runningpods/", n.roPort))
+	// /runningpods on the kubelet API shows it too.
+	code, body := n.api(t, "GET", "/runningpods/")
 	if code != 200 || !strings.Contains(body, string(p.UID)) {
 		t.Errorf("/runningpods: %d %s", code, body)
 	}

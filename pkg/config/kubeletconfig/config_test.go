@@ -3,6 +3,7 @@ package kubeletconfig
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -212,7 +213,8 @@ func TestUnimplementedFieldWarnings(t *testing.T) {
 		{"unimplemented at default", header + "cpuManagerPolicy: none\nvolumeStatsAggPeriod: 1m\n", nil},
 		{"unimplemented set", header + "cpuManagerPolicy: static\nfeatureGates:\n  KubeletPSI: false\nmaxPods: 5\n", []string{"cpuManagerPolicy"}},
 		{"nested unimplemented", header + "tracing:\n  endpoint: localhost:4317\n", []string{"tracing"}},
-		{"bool false differs from default", header + "enableDebuggingHandlers: false\n", []string{"enableDebuggingHandlers"}},
+		{"bool false differs from default", header + "makeIPTablesUtilChains: false\n", []string{"makeIPTablesUtilChains"}},
+		{"server security is implemented", header + "enableDebuggingHandlers: false\nrotateCertificates: true\nserverTLSBootstrap: true\ntlsMinVersion: VersionTLS13\n", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,17 +241,15 @@ func TestUnimplementedFieldWarnings(t *testing.T) {
 }
 
 func TestImplementedFieldsAreRealFields(t *testing.T) {
-	m := toMap(NewDefaultConfig())
-	m["apiVersion"], m["kind"] = "", ""
-	// Fields with omitempty and empty defaults do not show up in toMap;
-	// check against the struct's JSON tags instead.
-	known := map[string]bool{}
-	for k := range m {
-		known[k] = true
-	}
-	for _, f := range []string{"staticPodPath", "staticPodURL", "staticPodURLHeader", "clusterDNS", "clusterDomain",
-		"registerWithTaints", "providerID", "kubeReserved", "systemReserved", "imageServiceEndpoint", "maxParallelImagePulls", "readOnlyPort", "allowedUnsafeSysctls", "featureGates"} {
-		known[f] = true
+	// Every JSON name of the type's top-level fields (omitempty ones
+	// included), read from the struct tags.
+	known := map[string]bool{"apiVersion": true, "kind": true}
+	typ := reflect.TypeOf(kubeletv1beta1.KubeletConfiguration{})
+	for i := 0; i < typ.NumField(); i++ {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		if name != "" {
+			known[name] = true
+		}
 	}
 	for _, f := range ImplementedFields {
 		if !known[f] {

@@ -11,8 +11,8 @@ import (
 	"github.com/spf13/pflag"
 	v1 "k8s.io/api/core/v1"
 	cliflag "k8s.io/component-base/cli/flag"
-	nodeutil "k8s.io/component-helpers/node/util"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	nodeutil "k8s.io/component-helpers/node/util"
 	// The JSON log format (--logging-format=json, logging.format: json).
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -20,6 +20,8 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
 )
 
 // Options holds the kubelet's command-line flags. Bind them with AddFlags,
@@ -38,6 +40,7 @@ type Options struct {
 	CertDir                 string
 	NodeLabels              map[string]string
 	PodInfraContainerImage  string
+	VirtualNodesConfig      string
 
 	// flagCfg receives the values of the flags that map to config fields.
 	flagCfg kubeletv1beta1.KubeletConfiguration
@@ -69,44 +72,60 @@ func NewOptions() *Options {
 // ConfigFlagNames maps each flag that overrides a config field to the
 // field's JSON name.
 var ConfigFlagNames = map[string]string{
-	"container-runtime-endpoint":      "containerRuntimeEndpoint",
-	"pod-manifest-path":               "staticPodPath",
-	"manifest-url":                    "staticPodURL",
-	"register-with-taints":            "registerWithTaints",
-	"register-node":                   "registerNode",
-	"healthz-port":                    "healthzPort",
-	"healthz-bind-address":            "healthzBindAddress",
-	"read-only-port":                  "readOnlyPort",
-	"address":                         "address",
-	"port":                            "port",
-	"max-pods":                        "maxPods",
-	"cgroup-driver":                   "cgroupDriver",
-	"fail-swap-on":                    "failSwapOn",
-	"sync-frequency":                  "syncFrequency",
-	"file-check-frequency":            "fileCheckFrequency",
-	"http-check-frequency":            "httpCheckFrequency",
-	"kube-api-qps":                    "kubeAPIQPS",
-	"kube-api-burst":                  "kubeAPIBurst",
-	"cluster-domain":                  "clusterDomain",
-	"cluster-dns":                     "clusterDNS",
-	"cgroup-root":                     "cgroupRoot",
-	"resolv-conf":                     "resolvConf",
-	"allowed-unsafe-sysctls":          "allowedUnsafeSysctls",
-	"seccomp-default":                 "seccompDefault",
-	"image-service-endpoint":          "imageServiceEndpoint",
-	"runtime-request-timeout":         "runtimeRequestTimeout",
-	"serialize-image-pulls":           "serializeImagePulls",
-	"node-status-update-frequency":    "nodeStatusUpdateFrequency",
-	"event-qps":                       "eventRecordQPS",
-	"event-burst":                     "eventBurst",
-	"provider-id":                     "providerID",
-	"kube-api-content-type":           "contentType",
-	"enable-controller-attach-detach": "enableControllerAttachDetach",
-	"kube-reserved":                   "kubeReserved",
-	"system-reserved":                 "systemReserved",
-	"eviction-hard":                   "evictionHard",
-	"logging-format":                  "logging",
-	"feature-gates":                   "featureGates",
+	"container-runtime-endpoint":             "containerRuntimeEndpoint",
+	"pod-manifest-path":                      "staticPodPath",
+	"manifest-url":                           "staticPodURL",
+	"register-with-taints":                   "registerWithTaints",
+	"register-node":                          "registerNode",
+	"healthz-port":                           "healthzPort",
+	"healthz-bind-address":                   "healthzBindAddress",
+	"read-only-port":                         "readOnlyPort",
+	"address":                                "address",
+	"port":                                   "port",
+	"max-pods":                               "maxPods",
+	"cgroup-driver":                          "cgroupDriver",
+	"fail-swap-on":                           "failSwapOn",
+	"sync-frequency":                         "syncFrequency",
+	"file-check-frequency":                   "fileCheckFrequency",
+	"http-check-frequency":                   "httpCheckFrequency",
+	"kube-api-qps":                           "kubeAPIQPS",
+	"kube-api-burst":                         "kubeAPIBurst",
+	"cluster-domain":                         "clusterDomain",
+	"cluster-dns":                            "clusterDNS",
+	"cgroup-root":                            "cgroupRoot",
+	"resolv-conf":                            "resolvConf",
+	"allowed-unsafe-sysctls":                 "allowedUnsafeSysctls",
+	"seccomp-default":                        "seccompDefault",
+	"image-service-endpoint":                 "imageServiceEndpoint",
+	"runtime-request-timeout":                "runtimeRequestTimeout",
+	"serialize-image-pulls":                  "serializeImagePulls",
+	"node-status-update-frequency":           "nodeStatusUpdateFrequency",
+	"event-qps":                              "eventRecordQPS",
+	"event-burst":                            "eventBurst",
+	"provider-id":                            "providerID",
+	"kube-api-content-type":                  "contentType",
+	"enable-controller-attach-detach":        "enableControllerAttachDetach",
+	"kube-reserved":                          "kubeReserved",
+	"system-reserved":                        "systemReserved",
+	"eviction-hard":                          "evictionHard",
+	"logging-format":                         "logging",
+	"feature-gates":                          "featureGates",
+	"enable-server":                          "enableServer",
+	"tls-cert-file":                          "tlsCertFile",
+	"tls-private-key-file":                   "tlsPrivateKeyFile",
+	"tls-cipher-suites":                      "tlsCipherSuites",
+	"tls-min-version":                        "tlsMinVersion",
+	"rotate-certificates":                    "rotateCertificates",
+	"rotate-server-certificates":             "serverTLSBootstrap",
+	"anonymous-auth":                         "authentication.anonymous.enabled",
+	"authentication-token-webhook":           "authentication.webhook.enabled",
+	"authentication-token-webhook-cache-ttl": "authentication.webhook.cacheTTL",
+	"client-ca-file":                         "authentication.x509.clientCAFile",
+	"authorization-mode":                     "authorization.mode",
+	"authorization-webhook-cache-authorized-ttl":   "authorization.webhook.cacheAuthorizedTTL",
+	"authorization-webhook-cache-unauthorized-ttl": "authorization.webhook.cacheUnauthorizedTTL",
+	"enable-debugging-handlers":                    "enableDebuggingHandlers",
+	"contention-profiling":                         "enableContentionProfiling",
 }
 
 // AddFlags registers the kubelet's flags on fs. It does not register klog's
@@ -123,8 +142,9 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Node name to use instead of the machine's hostname.")
 	fs.StringVar(&o.NodeIP, "node-ip", o.NodeIP, "IP address of the node, or comma-separated IPv4 and IPv6 addresses for dual-stack. If unset, the node's default address is used.")
 	fs.StringVar(&o.RootDir, "root-dir", o.RootDir, "Directory for the kubelet's files (volume mounts, plugins, checkpoints).")
-	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory holding the kubelet's TLS certificates (default <root-dir>/pki). Ignored for serving when tlsCertFile and tlsPrivateKeyFile are set.")
+	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory of the kubelet's certificates (default <root-dir>/pki): the bootstrapped and rotated client certificate (kubelet-client-current.pem), the serving certificate of serverTLSBootstrap (kubelet-server-current.pem) or the self-signed one (kubelet.crt, kubelet.key). Not used for serving when tlsCertFile and tlsPrivateKeyFile are set.")
 	fs.Var(&labelsValue{m: &o.NodeLabels}, "node-labels", fmt.Sprintf("Labels to add to the node when registering it, as key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces must have one of the prefixes (%s) or be one of (%s).", strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", ")))
+	fs.StringVar(&o.VirtualNodesConfig, "virtual-nodes-config", o.VirtualNodesConfig, "Path to a VirtualNodes file (gokubelet.io/v1alpha1): virtual nodes this process runs beside (or, with realNode: false, instead of) this machine's node, each with a provider (mock, kubernetes). Re-read while running: nodes added or removed there are added or removed. See docs/virtual-nodes.md.")
 	fs.StringVar(&o.PodInfraContainerImage, "pod-infra-container-image", o.PodInfraContainerImage, "Accepted for compatibility and ignored: the container runtime chooses the sandbox (pause) image.")
 
 	o.bind("container-runtime-endpoint", func(d, s *kubeletv1beta1.KubeletConfiguration) {
@@ -148,7 +168,55 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.bind("address", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.Address = s.Address })
 	fs.StringVar(&c.Address, "address", c.Address, "IP address the kubelet server listens on (0.0.0.0 or :: for all interfaces).")
 	o.bind("port", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.Port = s.Port })
-	fs.Int32Var(&c.Port, "port", c.Port, "Port of the kubelet's authenticated HTTPS server, reported in the Node's daemonEndpoints (the server itself is not implemented yet).")
+	fs.Int32Var(&c.Port, "port", c.Port, "Port of the kubelet API: HTTPS with authentication and authorization (logs, exec, attach, port-forward, ...); reported in the Node's daemonEndpoints.")
+	o.bind("enable-server", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EnableServer = ptr.To(*s.EnableServer) })
+	fs.BoolVar(c.EnableServer, "enable-server", *c.EnableServer, "Serve the kubelet API on --address:--port.")
+	o.bind("tls-cert-file", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.TLSCertFile = s.TLSCertFile })
+	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "x509 certificate (with intermediate certificates after it) the kubelet API serves; re-read when it changes. Without it and without --rotate-server-certificates, a self-signed pair kubelet.crt/kubelet.key is generated in --cert-dir.")
+	o.bind("tls-private-key-file", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.TLSPrivateKeyFile = s.TLSPrivateKeyFile })
+	fs.StringVar(&c.TLSPrivateKeyFile, "tls-private-key-file", c.TLSPrivateKeyFile, "Private key matching --tls-cert-file.")
+	o.bind("tls-cipher-suites", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.TLSCipherSuites = s.TLSCipherSuites })
+	fs.StringSliceVar(&c.TLSCipherSuites, "tls-cipher-suites", c.TLSCipherSuites, "Comma-separated IANA names of the cipher suites the kubelet API offers (TLS 1.2 and below); default: Go's.")
+	o.bind("tls-min-version", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.TLSMinVersion = s.TLSMinVersion })
+	fs.StringVar(&c.TLSMinVersion, "tls-min-version", c.TLSMinVersion, "Minimum TLS version of the kubelet API: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13 (default VersionTLS12).")
+	o.bind("rotate-certificates", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.RotateCertificates = s.RotateCertificates })
+	fs.BoolVar(&c.RotateCertificates, "rotate-certificates", c.RotateCertificates, "Renew the client certificate through CertificateSigningRequests before it expires (in --cert-dir), switching the API connections to the new one.")
+	o.bind("rotate-server-certificates", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ServerTLSBootstrap = s.ServerTLSBootstrap })
+	fs.BoolVar(&c.ServerTLSBootstrap, "rotate-server-certificates", c.ServerTLSBootstrap, "Request the serving certificate through a kubernetes.io/kubelet-serving CertificateSigningRequest and renew it before it expires (serverTLSBootstrap); the CSRs need approval by an administrator or an approver.")
+	o.bind("anonymous-auth", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.Authentication.Anonymous.Enabled = ptr.To(*s.Authentication.Anonymous.Enabled)
+	})
+	fs.BoolVar(c.Authentication.Anonymous.Enabled, "anonymous-auth", *c.Authentication.Anonymous.Enabled, "Let requests to the kubelet API that no other method authenticates in as system:anonymous (group system:unauthenticated); they still need authorization.")
+	o.bind("authentication-token-webhook", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.Authentication.Webhook.Enabled = ptr.To(*s.Authentication.Webhook.Enabled)
+	})
+	fs.BoolVar(c.Authentication.Webhook.Enabled, "authentication-token-webhook", *c.Authentication.Webhook.Enabled, "Authenticate bearer tokens with TokenReviews against the API server.")
+	o.bind("authentication-token-webhook-cache-ttl", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.Authentication.Webhook.CacheTTL = s.Authentication.Webhook.CacheTTL
+	})
+	fs.DurationVar(&c.Authentication.Webhook.CacheTTL.Duration, "authentication-token-webhook-cache-ttl", c.Authentication.Webhook.CacheTTL.Duration, "How long TokenReview answers are cached.")
+	o.bind("client-ca-file", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.Authentication.X509.ClientCAFile = s.Authentication.X509.ClientCAFile
+	})
+	fs.StringVar(&c.Authentication.X509.ClientCAFile, "client-ca-file", c.Authentication.X509.ClientCAFile, "CA bundle: a client certificate signed by one of its CAs authenticates as its CommonName (groups: its Organizations). Re-read when it changes.")
+	o.bind("authorization-mode", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.Authorization.Mode = s.Authorization.Mode })
+	fs.StringVar((*string)(&c.Authorization.Mode), "authorization-mode", string(c.Authorization.Mode), "Authorization of kubelet API requests: Webhook (SubjectAccessReviews for nodes/<subresource>) or AlwaysAllow.")
+	o.bind("authorization-webhook-cache-authorized-ttl", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.Authorization.Webhook.CacheAuthorizedTTL = s.Authorization.Webhook.CacheAuthorizedTTL
+	})
+	fs.DurationVar(&c.Authorization.Webhook.CacheAuthorizedTTL.Duration, "authorization-webhook-cache-authorized-ttl", c.Authorization.Webhook.CacheAuthorizedTTL.Duration, "How long allowed SubjectAccessReview answers are cached.")
+	o.bind("authorization-webhook-cache-unauthorized-ttl", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.Authorization.Webhook.CacheUnauthorizedTTL = s.Authorization.Webhook.CacheUnauthorizedTTL
+	})
+	fs.DurationVar(&c.Authorization.Webhook.CacheUnauthorizedTTL.Duration, "authorization-webhook-cache-unauthorized-ttl", c.Authorization.Webhook.CacheUnauthorizedTTL.Duration, "How long denied SubjectAccessReview answers are cached.")
+	o.bind("enable-debugging-handlers", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.EnableDebuggingHandlers = ptr.To(*s.EnableDebuggingHandlers)
+	})
+	fs.BoolVar(c.EnableDebuggingHandlers, "enable-debugging-handlers", *c.EnableDebuggingHandlers, "Serve container logs, exec, attach, port-forward, run, /runningpods/, /configz, /logs/ and /debug/ on the kubelet API.")
+	o.bind("contention-profiling", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.EnableContentionProfiling = s.EnableContentionProfiling
+	})
+	fs.BoolVar(&c.EnableContentionProfiling, "contention-profiling", c.EnableContentionProfiling, "Turn on block profiling when /debug/pprof/ is served.")
 	o.bind("max-pods", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.MaxPods = s.MaxPods })
 	fs.Int32Var(&c.MaxPods, "max-pods", c.MaxPods, "Maximum number of pods that can run on this node.")
 	o.bind("cgroup-driver", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.CgroupDriver = s.CgroupDriver })
@@ -329,11 +397,41 @@ func (o *Options) Settings() (*Settings, error) {
 	if err != nil {
 		errs = append(errs, field.Invalid(flagPath("hostname-override"), o.HostnameOverride, err.Error()))
 	}
+	if o.VirtualNodesConfig != "" {
+		s.VirtualNodesConfigFile = o.VirtualNodesConfig
+		s.VirtualNodes, err = virtualnodes.Load(o.VirtualNodesConfig)
+		if err != nil {
+			errs = append(errs, field.Invalid(flagPath("virtual-nodes-config"), o.VirtualNodesConfig, err.Error()))
+		} else {
+			errs = append(errs, checkVirtualNodes(s, flagPath("virtual-nodes-config"))...)
+		}
+	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("invalid configuration%s:\n  %s", o.configSource(), joinErrors(errs))
 	}
 	s.Warnings = warnings
 	return s, nil
+}
+
+// checkVirtualNodes checks what the virtual nodes need from the rest of
+// the settings: an API server, and kubelet API ports of their own.
+func checkVirtualNodes(s *Settings, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	vn := s.VirtualNodes
+	if s.KubeconfigPath == "" && vn.Kubeconfig == "" {
+		errs = append(errs, field.Required(p, "virtual nodes need an API server: set --kubeconfig or kubeconfig in the file"))
+	}
+	if vn.RunsRealNode() {
+		for _, n := range vn.Nodes {
+			if n.Port == s.Config.Port || (s.Config.ReadOnlyPort != 0 && n.Port == s.Config.ReadOnlyPort) {
+				errs = append(errs, field.Invalid(p, n.Port, fmt.Sprintf("virtual node %s: port %d is the real node's", n.Name, n.Port)))
+			}
+			if n.Name == s.NodeName {
+				errs = append(errs, field.Invalid(p, n.Name, "a virtual node cannot have the real node's name"))
+			}
+		}
+	}
+	return errs
 }
 
 func (o *Options) configSource() string {

@@ -320,3 +320,100 @@ func TestParseTaints(t *testing.T) {
 		}
 	}
 }
+
+func TestServerSecurityFlags(t *testing.T) {
+	p := writeFile(t, "k.yaml", header+`
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+  x509:
+    clientCAFile: /file/ca.crt
+authorization:
+  mode: AlwaysAllow
+tlsCertFile: /file/tls.crt
+tlsPrivateKeyFile: /file/tls.key
+rotateCertificates: false
+`)
+	// The file's values stand without flags.
+	s, err := settingsFor(t, "--config", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s.Config
+	if !*c.Authentication.Anonymous.Enabled || *c.Authentication.Webhook.Enabled || c.Authorization.Mode != "AlwaysAllow" ||
+		c.Authentication.X509.ClientCAFile != "/file/ca.crt" || c.TLSCertFile != "/file/tls.crt" {
+		t.Fatalf("file values: %+v %+v", c.Authentication, c.Authorization)
+	}
+	// Flags override them, one by one.
+	s, err = settingsFor(t, "--config", p, "--anonymous-auth=false", "--authentication-token-webhook",
+		"--authentication-token-webhook-cache-ttl=1m", "--client-ca-file=/flag/ca.crt", "--authorization-mode=Webhook",
+		"--authorization-webhook-cache-authorized-ttl=1m", "--authorization-webhook-cache-unauthorized-ttl=2s",
+		"--tls-cert-file=/flag/tls.crt", "--tls-private-key-file=/flag/tls.key", "--tls-min-version=VersionTLS13",
+		"--rotate-certificates", "--rotate-server-certificates", "--enable-debugging-handlers=false",
+		"--contention-profiling", "--enable-server=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = s.Config
+	if *c.Authentication.Anonymous.Enabled || !*c.Authentication.Webhook.Enabled || c.Authentication.Webhook.CacheTTL.Duration != time.Minute ||
+		c.Authentication.X509.ClientCAFile != "/flag/ca.crt" || c.Authorization.Mode != "Webhook" ||
+		c.Authorization.Webhook.CacheAuthorizedTTL.Duration != time.Minute || c.Authorization.Webhook.CacheUnauthorizedTTL.Duration != 2*time.Second ||
+		c.TLSCertFile != "/flag/tls.crt" || c.TLSPrivateKeyFile != "/flag/tls.key" || c.TLSMinVersion != "VersionTLS13" ||
+		!c.RotateCertificates || !c.ServerTLSBootstrap || *c.EnableDebuggingHandlers || !c.EnableContentionProfiling || *c.EnableServer {
+		t.Fatalf("flags not applied: %+v", c)
+	}
+	// Defaults are upstream's config-file defaults: secure.
+	s, err = settingsFor(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = s.Config
+	if *c.Authentication.Anonymous.Enabled || !*c.Authentication.Webhook.Enabled || c.Authorization.Mode != "Webhook" || c.Port != 10250 {
+		t.Errorf("defaults: %+v %+v", c.Authentication, c.Authorization)
+	}
+	// Bad TLS settings are refused, naming the flag.
+	_, err = settingsFor(t, "--tls-min-version=VersionTLS9", "--tls-cipher-suites=TLS_NOPE")
+	if err == nil || !strings.Contains(err.Error(), "--tls-min-version") || !strings.Contains(err.Error(), "tlsCipherSuites[0]") {
+		t.Errorf("bad TLS settings: %v", err)
+	}
+	_, err = settingsFor(t, "--tls-min-version=VersionTLS13", "--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256")
+	if err == nil || !strings.Contains(err.Error(), "VersionTLS13") {
+		t.Errorf("cipher suites with TLS 1.3: %v", err)
+	}
+}
+
+func TestVirtualNodesConfig(t *testing.T) {
+	vn := writeFile(t, "vn.yaml", `apiVersion: gokubelet.io/v1alpha1
+kind: VirtualNodes
+realNode: false
+nodes:
+- {name: vk-a, provider: mock, port: 10260}
+`)
+	s, err := settingsFor(t, "--virtual-nodes-config", vn, "--kubeconfig", "/k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.VirtualNodes == nil || len(s.VirtualNodes.Nodes) != 1 || s.RunsRealNode() || s.VirtualNodesConfigFile != vn {
+		t.Fatalf("settings = %+v", s)
+	}
+	// Virtual nodes need an API server.
+	if _, err := settingsFor(t, "--virtual-nodes-config", vn); err == nil || !strings.Contains(err.Error(), "virtual nodes need an API server") {
+		t.Errorf("no kubeconfig: %v", err)
+	}
+	// Beside the real node, a virtual node's port and name must be its own.
+	clash := writeFile(t, "clash.yaml", `apiVersion: gokubelet.io/v1alpha1
+kind: VirtualNodes
+nodes:
+- {name: node-a.example.com, provider: mock, port: 10250}
+`)
+	_, err = settingsFor(t, "--virtual-nodes-config", clash, "--kubeconfig", "/k")
+	if err == nil || !strings.Contains(err.Error(), "port 10250 is the real node's") || !strings.Contains(err.Error(), "real node's name") {
+		t.Errorf("clash: %v", err)
+	}
+	bad := writeFile(t, "bad.yaml", "apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nnodes: [{name: x}]\n")
+	if _, err := settingsFor(t, "--virtual-nodes-config", bad, "--kubeconfig", "/k"); err == nil || !strings.Contains(err.Error(), "--virtual-nodes-config") {
+		t.Errorf("invalid file: %v", err)
+	}
+}

@@ -3,6 +3,8 @@ package kubeletconfig
 import (
 	"k8s.io/component-base/featuregate"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
 )
 
 // Settings is everything the kubelet is started with: the defaulted and
@@ -37,6 +39,10 @@ type Settings struct {
 	CertDir string
 	// NodeLabels are --node-labels.
 	NodeLabels map[string]string
+	// VirtualNodesConfigFile is --virtual-nodes-config ("" when none), and
+	// VirtualNodes its content, validated.
+	VirtualNodesConfigFile string
+	VirtualNodes           *virtualnodes.Config
 	// Warnings are messages about accepted but unimplemented settings, to be
 	// logged at start.
 	Warnings []string
@@ -47,4 +53,10 @@ type Settings struct {
 // registration.
 func (s *Settings) Standalone() bool {
 	return s.KubeconfigPath == "" && s.BootstrapKubeconfigPath == ""
+}
+
+// RunsRealNode reports whether this machine's own node runs (false only
+// when a virtual nodes config says realNode: false).
+func (s *Settings) RunsRealNode() bool {
+	return s.VirtualNodes == nil || s.VirtualNodes.RunsRealNode()
 }

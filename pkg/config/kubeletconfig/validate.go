@@ -1,6 +1,7 @@
 package kubeletconfig
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	cliflag "k8s.io/component-base/cli/flag"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/gokubelet/kubelet/pkg/pod/admission"
@@ -161,6 +163,7 @@ func Validate(cfg *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	if cfg.MemoryThrottlingFactor != nil && (*cfg.MemoryThrottlingFactor <= 0 || *cfg.MemoryThrottlingFactor > 1) {
 		errs = append(errs, field.Invalid(p("memoryThrottlingFactor"), *cfg.MemoryThrottlingFactor, "must be greater than 0 and at most 1.0"))
 	}
+	errs = append(errs, validateEnforceNodeAllocatable(p("enforceNodeAllocatable"), cfg)...)
 	errs = append(errs, validateReserved(p("kubeReserved"), cfg.KubeReserved)...)
 	errs = append(errs, validateReserved(p("systemReserved"), cfg.SystemReserved)...)
 	if cfg.TopologyManagerPolicy != "" {
@@ -277,8 +280,30 @@ func Validate(cfg *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	if (cfg.TLSCertFile == "") != (cfg.TLSPrivateKeyFile == "") {
 		errs = append(errs, field.Invalid(p("tlsCertFile"), cfg.TLSCertFile, "tlsCertFile and tlsPrivateKeyFile must be set together"))
 	}
+	errs = append(errs, validateTLS(cfg)...)
 	if cfg.RunOnce {
 		errs = append(errs, field.Forbidden(p("runOnce"), "run-once mode is deprecated and not supported"))
+	}
+	return errs
+}
+
+// validateTLS checks tlsCipherSuites and tlsMinVersion as upstream: known
+// IANA names, and no cipher suites with TLS 1.3 only (Go does not let
+// them be chosen).
+func validateTLS(cfg *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	for i, name := range cfg.TLSCipherSuites {
+		if _, err := cliflag.TLSCipherSuites([]string{name}); err != nil {
+			errs = append(errs, field.Invalid(field.NewPath("tlsCipherSuites").Index(i), name, "unknown or unsupported cipher suite"))
+		}
+	}
+	if cfg.TLSMinVersion != "" {
+		v, err := cliflag.TLSVersion(cfg.TLSMinVersion)
+		if err != nil {
+			errs = append(errs, field.NotSupported(field.NewPath("tlsMinVersion"), cfg.TLSMinVersion, cliflag.TLSPossibleVersions()))
+		} else if v == tls.VersionTLS13 && len(cfg.TLSCipherSuites) > 0 {
+			errs = append(errs, field.Invalid(field.NewPath("tlsCipherSuites"), cfg.TLSCipherSuites, "may not be set when tlsMinVersion is VersionTLS13"))
+		}
 	}
 	return errs
 }
@@ -426,4 +451,27 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// validateEnforceNodeAllocatable checks enforceNodeAllocatable as upstream:
+// known values, "none" alone, a reserved cgroup named for each reservation
+// enforced, and the pods hierarchy (cgroupsPerQOS) for "pods".
+func validateEnforceNodeAllocatable(fp *field.Path, cfg *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	allowed := []string{"pods", "kube-reserved", "system-reserved", "kube-reserved-compressible", "system-reserved-compressible", "none"}
+	for i, v := range cfg.EnforceNodeAllocatable {
+		switch {
+		case !contains(allowed, v):
+			errs = append(errs, field.NotSupported(fp.Index(i), v, allowed))
+		case v == "none" && len(cfg.EnforceNodeAllocatable) > 1:
+			errs = append(errs, field.Invalid(fp.Index(i), v, "'none' cannot be combined with other values"))
+		case (v == "kube-reserved" || v == "kube-reserved-compressible") && cfg.KubeReservedCgroup == "":
+			errs = append(errs, field.Required(field.NewPath("kubeReservedCgroup"), "required when enforceNodeAllocatable has "+v))
+		case (v == "system-reserved" || v == "system-reserved-compressible") && cfg.SystemReservedCgroup == "":
+			errs = append(errs, field.Required(field.NewPath("systemReservedCgroup"), "required when enforceNodeAllocatable has "+v))
+		case v == "pods" && cfg.CgroupsPerQOS != nil && !*cfg.CgroupsPerQOS:
+			errs = append(errs, field.Invalid(fp.Index(i), v, "enforcing node allocatable on pods requires cgroupsPerQOS"))
+		}
+	}
+	return errs
 }

@@ -22,9 +22,14 @@ var ImplementedFields = []string{
 	// Pod sources.
 	"staticPodPath", "staticPodURL", "staticPodURLHeader",
 	"syncFrequency", "fileCheckFrequency", "httpCheckFrequency",
-	// Servers.
-	"address", "port", "readOnlyPort",
+	// Servers and their security.
+	"enableServer", "address", "port", "readOnlyPort",
 	"healthzPort", "healthzBindAddress",
+	"authentication", "authorization",
+	"tlsCertFile", "tlsPrivateKeyFile", "tlsCipherSuites", "tlsMinVersion",
+	"rotateCertificates", "serverTLSBootstrap",
+	"enableDebuggingHandlers", "enableSystemLogHandler", "enableProfilingHandler",
+	"enableContentionProfiling", "enableDebugFlagsHandler",
 	// API client and registration.
 	"kubeAPIQPS", "kubeAPIBurst", "contentType", "eventRecordQPS", "eventBurst",
 	"registerNode", "registerWithTaints", "providerID", "enableControllerAttachDetach",
@@ -32,15 +37,24 @@ var ImplementedFields = []string{
 	// Runtime and images.
 	"containerRuntimeEndpoint", "imageServiceEndpoint", "runtimeRequestTimeout",
 	"serializeImagePulls", "maxParallelImagePulls",
-	// Pods and resources.
-	"maxPods", "cgroupDriver", "cgroupRoot",
-	"kubeReserved", "systemReserved", "evictionHard", "mergeDefaultEvictionSettings", "failSwapOn",
+	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
+	// Pods and resources (pkg/runtime/cgroups, pkg/node/eviction,
+	// pkg/runtime/gc, pkg/runtime/logrotate, pkg/node/shutdown).
+	"maxPods", "podPidsLimit", "cgroupDriver", "cgroupsPerQOS", "cgroupRoot",
+	"cpuCFSQuota", "cpuCFSQuotaPeriod",
+	"kubeReserved", "systemReserved", "kubeReservedCgroup", "systemReservedCgroup", "enforceNodeAllocatable",
+	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim",
+	"evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod", "mergeDefaultEvictionSettings",
+	"localStorageCapacityIsolation", "imageMinimumGCAge", "imageMaximumGCAge",
+	"shutdownGracePeriod", "shutdownGracePeriodCriticalPods", "failSwapOn",
 	// Networking and DNS.
 	"clusterDNS", "clusterDomain", "resolvConf",
 	// Pod security.
 	"allowedUnsafeSysctls", "seccompDefault",
 	// Logs.
-	"podLogsDir", "logging",
+	"podLogsDir", "containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval", "logging",
+	// Stats.
+	"volumeStatsAggPeriod",
 	// Feature gates (see FeatureGateWarnings for the gates acted on).
 	"featureGates",
 }

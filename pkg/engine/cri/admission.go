@@ -63,6 +63,7 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	if _, running := e.workers.Get(p.UID); running {
 		// Already running (e.g. adopted after a restart): keep it.
 		e.admission.set(p.UID, true)
+		e.admitted(ctx, p)
 		return true
 	}
 	if st, ok := e.core.Status().GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
@@ -74,16 +75,21 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	node := e.core.Node()
 	res := admission.Security(p, node, e.security.Sysctls, e.security.AppArmorError)
 	if res.Admit {
-		res = admission.Admit(p, node, e.activePods(p.UID))
+		if ok, reason, msg := e.runAdmitHandlers(ctx, p); !ok {
+			res = admission.Result{Reason: reason, Message: msg}
+		} else {
+			res = admission.Admit(p, node, e.allocatedPods(e.activePods(p.UID)))
+		}
 	}
 	e.admission.set(p.UID, res.Admit)
 	if res.Admit {
+		e.admitted(ctx, p)
 		return true
 	}
 	klog.FromContext(ctx).Info("Pod rejected by admission", "pod", klog.KObj(p), "reason", res.Reason, "message", res.Message)
 	e.core.Recorder().Event(p, v1.EventTypeWarning, res.Reason, res.Message)
 	st := e.computeStatus(p, nil, podstatus.Options{FailReason: res.Reason, FailMessage: res.Message})
-	e.core.Status().SetPodStatus(p, st)
+	e.setStatus(p, st)
 	return false
 }
 
@@ -108,9 +114,33 @@ func (e *Engine) activePods(except types.UID) []*v1.Pod {
 	return out
 }
 
+// allocatedPods are pods as their resources were allocated: a resize not
+// allocated yet takes nothing from the node (as upstream's admission
+// counts allocated resources).
+func (e *Engine) allocatedPods(pods []*v1.Pod) []*v1.Pod {
+	if e.allocation == nil {
+		return pods
+	}
+	out := make([]*v1.Pod, len(pods))
+	for i, p := range pods {
+		out[i] = e.allocation.Allocated(p)
+	}
+	return out
+}
+
 // sortByCreation orders pods as upstream admits them: oldest first.
 func sortByCreation(pods []*v1.Pod) []*v1.Pod {
 	out := append([]*v1.Pod(nil), pods...)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp) })
 	return out
+}
+
+// admitted records an admitted pod's resources as its allocation.
+func (e *Engine) admitted(ctx context.Context, p *v1.Pod) {
+	if e.allocation == nil {
+		return
+	}
+	if err := e.allocation.Admitted(p); err != nil {
+		klog.FromContext(ctx).Error(err, "Recording a pod's allocation failed", "pod", klog.KObj(p))
+	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
@@ -43,15 +44,12 @@ const (
 	runtimeCheckTimeout = 5 * time.Second
 )
 
-// Runtime is what the engine drives: the runtime-neutral pod contract, the
-// runtime's own readiness, and the cgroup housekeeping of a CRI runtime.
+// Runtime is what the engine drives: the runtime-neutral pod contract and
+// the runtime's own readiness.
 type Runtime interface {
 	container.Runtime
 	// Status reports whether the runtime and its pod network are ready.
 	Status(ctx context.Context) (container.RuntimeStatus, error)
-	// CleanupPodCgroups removes the empty cgroups of pods keep does not
-	// claim and reports how many went.
-	CleanupPodCgroups(keep func(types.UID) bool) int
 }
 
 // Clock is what the engine's loops need: tickers for the PLEG and
@@ -74,6 +72,12 @@ type Deps struct {
 	// Volumes sets up and tears down the pods' volumes on the host; its
 	// Resync and Evict callbacks are the engine's.
 	Volumes *volume.Manager
+	// Cgroups keeps the pods' cgroups (nil: the runtime alone creates
+	// them, without pod-level limits).
+	Cgroups PodCgroups
+	// Allocation keeps the pods' allocated and actuated resources for
+	// in-place resize (nil: resizes are not acted on).
+	Allocation *allocation.Manager
 	// Updates are the merged pod source changes; Sources names every
 	// configured source and SeenAllSources tells whether each reported.
 	Updates        <-chan podconfig.PodUpdate
@@ -86,6 +90,9 @@ type Deps struct {
 	Resync time.Duration
 	// Clock defaults to the real clock.
 	Clock Clock
+	// Observer, when set, hears about pod updates, worker steps and
+	// computed statuses (the pod startup timeline).
+	Observer Observer
 }
 
 // Engine is the CRI engine. Build it with New and add its runnables to the
@@ -96,18 +103,24 @@ type Engine struct {
 	probes  *prober.Manager
 	volumes *volume.Manager
 	vols    volumeState
-	workers *podworkers.Workers
-	pleg    *pleg.PLEG
-	clock   Clock
-	hostIPs []string
+	cgroups PodCgroups
+
+	allocation *allocation.Manager
+	resizes    resizeState
+	workers    *podworkers.Workers
+	pleg       *pleg.PLEG
+	clock      Clock
+	hostIPs    []string
 
 	updates        <-chan podconfig.PodUpdate
 	sources        []string
 	seenAllSources func(sources ...string) bool
 
-	reasons   reasonCache
-	admission admissionCache
-	security  SecurityAdmission
+	reasons       reasonCache
+	admission     admissionCache
+	admitHandlers []AdmitFunc
+	security      SecurityAdmission
+	observer      Observer
 
 	// housekeepingRuns counts housekeeping passes (sync loop only).
 	housekeepingRuns int
@@ -126,6 +139,9 @@ func New(d Deps) *Engine {
 		probes:         d.Probes,
 		volumes:        d.Volumes,
 		security:       d.Security,
+		cgroups:        d.Cgroups,
+		allocation:     d.Allocation,
+		resizes:        resizeState{pending: map[types.UID][2]string{}, inProgress: map[types.UID]string{}},
 		vols:           volumeState{waiting: map[types.UID]map[string]container.WaitingReason{}},
 		clock:          d.Clock,
 		hostIPs:        d.HostIPs,
@@ -133,9 +149,13 @@ func New(d Deps) *Engine {
 		sources:        d.Sources,
 		seenAllSources: d.SeenAllSources,
 		admission:      admissionCache{m: map[types.UID]bool{}},
+		observer:       d.Observer,
+	}
+	if e.observer == nil {
+		e.observer = noObserver{}
 	}
 	e.pleg = pleg.New(d.Runtime, plegRelistPeriod, plegChannelCapacity, d.Clock)
-	e.workers = podworkers.New(e, podworkers.Options{Resync: d.Resync, Clock: d.Clock})
+	e.workers = podworkers.New(e.observer.InstrumentHandler(e), podworkers.Options{Resync: d.Resync, Clock: d.Clock})
 	e.loopHeartbeat.Store(d.Clock.Now().UnixNano())
 	d.Core.SetLifecycle(e)
 	return e

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
@@ -49,6 +50,12 @@ func smallNode(context.Context) (nodestatus.Facts, error) {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newObservedHarness(t, nil)
+}
+
+// newObservedHarness is newHarness with an Observer.
+func newObservedHarness(t *testing.T, obs Observer) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	core, err := node.New(ctx, node.Options{Config: nodestatus.Config{NodeName: "n1", MaxPods: 110}, Facts: nodestatus.FactsFunc(smallNode)})
 	if err != nil {
@@ -59,8 +66,12 @@ func newHarness(t *testing.T) *harness {
 		NodeAllocatable: func() v1.ResourceList { return core.Node().Status.Allocatable },
 		Recorder:        core.Recorder(), Clock: clock.RealClock{},
 		Resync: func(uid types.UID) { h.eng.Resync(uid) }, Evict: func(uid types.UID, msg string) { h.eng.Evict(uid, msg) }})
-	h.eng = New(Deps{Core: core, Runtime: h.rt, Volumes: vols, Updates: h.updates, Sources: []string{podspec.SourceFile},
-		SeenAllSources: func(...string) bool { return h.seenAll.Load() }, Resync: time.Minute})
+	alloc, err := allocation.New("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = New(Deps{Core: core, Runtime: h.rt, Volumes: vols, Allocation: alloc, Updates: h.updates, Sources: []string{podspec.SourceFile},
+		SeenAllSources: func(...string) bool { return h.seenAll.Load() }, Resync: time.Minute, Observer: obs})
 	var g runnable.Group
 	core.AddTo(g.Stage("core"))
 	h.eng.AddTo(g.Stage("engine"), g.Stage("sync-loop"))
@@ -148,6 +159,30 @@ func TestAdmissionRejectsOnceAndRemembers(t *testing.T) {
 	h.eventually("the small pod Running", func() bool { return h.phase("small") == v1.PodRunning })
 	if n := h.rt.count("SyncPod"); n != 1 {
 		t.Errorf("SyncPod calls = %d, want 1 (only the small pod)", n)
+	}
+}
+
+// Admission counts the other pods at their allocated resources: a pending
+// (here infeasible) resize of one pod takes nothing from the next pod
+// (TestInPlaceResize's second pod was rejected OutOfmemory).
+func TestAdmissionCountsAllocatedNotResizedSpecs(t *testing.T) {
+	h := newHarness(t)
+	a := apiPod(testPod("a", "a", "1"))
+	h.send(podconfig.ADD, a)
+	h.eventually("a Running", func() bool { return h.phase("a") == v1.PodRunning })
+	resized := a.DeepCopy()
+	resized.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("100")
+	h.send(podconfig.UPDATE, resized)
+	h.eventually("a's resize pending", func() bool {
+		st, _ := h.core.Status().GetPodStatus("a")
+		return podspec.FindCondition(st.Conditions, v1.PodResizePending) != nil
+	})
+	b := apiPod(testPod("b", "b", "800m"))
+	h.send(podconfig.ADD, b)
+	h.eventually("b admitted and Running", func() bool { return h.phase("b") != "" && h.phase("b") != v1.PodPending })
+	if ph := h.phase("b"); ph != v1.PodRunning {
+		st, _ := h.core.Status().GetPodStatus("b")
+		t.Errorf("b is %s (%s: %s), want Running: a's allocation is 1 CPU of 2", ph, st.Reason, st.Message)
 	}
 }
 

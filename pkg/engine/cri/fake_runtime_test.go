@@ -33,9 +33,8 @@ func (f *fakeRuntime) count(name string) int {
 	return f.calls[name]
 }
 
-func (f *fakeRuntime) Type() string                               { return "fake" }
-func (f *fakeRuntime) Version(context.Context) (string, error)    { return "0.1", nil }
-func (f *fakeRuntime) CleanupPodCgroups(func(types.UID) bool) int { return 0 }
+func (f *fakeRuntime) Type() string                            { return "fake" }
+func (f *fakeRuntime) Version(context.Context) (string, error) { return "0.1", nil }
 func (f *fakeRuntime) Status(context.Context) (container.RuntimeStatus, error) {
 	return container.RuntimeStatus{RuntimeReady: true, NetworkReady: true}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -26,12 +27,15 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 		return false, 0, err
 	}
 	e.probes.UpdatePod(pod, rs)
+	// The runtime runs the pod with its allocated resources (an in-place
+	// resize waits until it is allocated).
+	run := e.allocatedPod(ctx, pod)
 	st := e.computeStatus(pod, rs, podstatus.Options{})
 	if reason, msg, ok := e.activeDeadlineExceeded(pod, st); ok {
 		e.core.Recorder().Event(pod, v1.EventTypeNormal, reason, msg)
 		st = e.computeStatus(pod, rs, podstatus.Options{FailReason: reason, FailMessage: msg})
 	}
-	e.core.Status().SetPodStatus(pod, st)
+	e.setStatus(pod, st)
 	if podstatus.IsTerminal(st.Phase) {
 		e.probes.RemovePod(pod.UID)
 		return true, 0, nil
@@ -40,13 +44,18 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 	if wait, retry := e.prepareVolumes(ctx, pod, rs); wait {
 		return false, e.deadlineRetry(pod, retry), nil
 	}
-	res := e.runtime.SyncPod(ctx, pod, rs)
+	if err := e.ensurePodCgroup(ctx, run); err != nil {
+		return false, 0, err
+	}
+	res := e.runtime.SyncPod(ctx, run, rs)
+	countStarts(pod, res)
+	e.noteResizeSteps(pod.UID, res)
 	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
 	e.reasons.update(pod.UID, res.WaitingReasons())
 	if res.Changed() {
 		if rs2, err := e.inspect(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
 			e.probes.UpdatePod(pod, rs2)
-			e.core.Status().SetPodStatus(pod, e.computeStatus(pod, rs2, podstatus.Options{}))
+			e.setStatus(pod, e.computeStatus(pod, rs2, podstatus.Options{}))
 		}
 	}
 	if err := res.Error(); err != nil {
@@ -81,7 +90,7 @@ func (e *Engine) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *c
 		if statusFn != nil {
 			statusFn(&st)
 		}
-		e.core.Status().SetPodStatus(pod, st)
+		e.setStatus(pod, st)
 	}
 	if n := len(rs.Running()); n > 0 {
 		return fmt.Errorf("%d containers still running after kill", n)
@@ -136,7 +145,9 @@ func (e *Engine) computeStatus(pod *v1.Pod, rs *container.PodStatus, opts podsta
 	}
 	opts.RuntimeType = e.runtime.Type()
 	opts.HostIPs = e.hostIPs
-	return podstatus.Compute(pod, rs, e.reasons.get(pod.UID), prev, opts)
+	st := podstatus.Compute(pod, rs, e.reasons.get(pod.UID), prev, opts)
+	e.resizeStatus(pod, rs, &st, metav1.NewTime(opts.Now))
+	return st
 }
 
 // activeDeadlineExceeded reports whether the pod ran past

@@ -54,6 +54,7 @@ func (e *Engine) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 	if len(u.Pods) > 0 {
 		log.V(2).Info("Pod config update", "op", u.Op.String(), "source", u.Source, "pods", podNames(u.Pods))
 	}
+	e.observer.PodUpdate(u)
 	switch u.Op {
 	case podconfig.ADD, podconfig.UPDATE, podconfig.DELETE, podconfig.RECONCILE:
 		// DELETE is a graceful deletion: the pod stays desired until its
@@ -140,27 +141,19 @@ func (e *Engine) housekeeping(ctx context.Context) {
 	}
 	// Drop what is kept about pods no source has any more.
 	e.core.Status().RemoveOrphans(e.core.Pods().Has)
+	e.observer.Prune(e.core.Pods().Has)
 	e.admission.forget(e.core.Pods().Has)
+	if e.housekeepingRuns%resizeRetryEvery == 0 {
+		e.forgetResizes(func(uid types.UID) bool {
+			_, working := e.workers.Get(uid)
+			return working || e.core.Pods().Has(uid)
+		})
+		e.retryPendingResizes(ctx)
+	}
 	e.volumeHousekeeping(ctx)
 	e.housekeepingRuns++
 	if e.housekeepingRuns%cgroupCleanupEvery == 0 {
 		e.cleanupPodCgroups(ctx)
-	}
-}
-
-// cleanupPodCgroups removes the empty cgroups of pods that are gone: not
-// desired, not in the runtime, no worker.
-func (e *Engine) cleanupPodCgroups(ctx context.Context) {
-	inRuntime := map[types.UID]bool{}
-	for _, s := range e.pleg.Pods() {
-		inRuntime[s.UID] = true
-	}
-	n := e.runtime.CleanupPodCgroups(func(uid types.UID) bool {
-		_, working := e.workers.Get(uid)
-		return inRuntime[uid] || working || e.core.Pods().Has(uid)
-	})
-	if n > 0 {
-		logger(ctx).V(2).Info("Removed cgroups of departed pods", "count", n)
 	}
 }
 

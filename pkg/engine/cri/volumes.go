@@ -99,7 +99,7 @@ func (e *Engine) prepareVolumes(ctx context.Context, pod *v1.Pod, rs *container.
 	e.vols.mu.Lock()
 	e.vols.waiting[pod.UID] = set
 	e.vols.mu.Unlock()
-	e.core.Status().SetPodStatus(pod, e.computeStatus(pod, rs, podstatus.Options{}))
+	e.setStatus(pod, e.computeStatus(pod, rs, podstatus.Options{}))
 	return true, nr.RetryAfter
 }
 

@@ -53,6 +53,16 @@ func desiredConditions(capacity v1.ResourceList, r Readiness, p Pressure) []v1.N
 	}
 }
 
+// isKubeletCondition reports whether t is one of the conditions
+// desiredConditions computes.
+func isKubeletCondition(t v1.NodeConditionType) bool {
+	switch t {
+	case v1.NodeReady, v1.NodeMemoryPressure, v1.NodeDiskPressure, v1.NodePIDPressure:
+		return true
+	}
+	return false
+}
+
 func readyCondition(capacity v1.ResourceList, r Readiness) v1.NodeCondition {
 	errs := append([]string(nil), r.Errors...)
 	if !r.RuntimeReady && len(r.Errors) == 0 {

@@ -90,6 +90,10 @@ type Facts struct {
 	// Readiness and Pressure feed the Ready and pressure conditions.
 	Readiness Readiness
 	Pressure  Pressure
+	// Conditions are further conditions the node reports about itself
+	// (a virtual node's provider may have its own), after the four the
+	// kubelet owns; conditions of those four types are ignored here.
+	Conditions []v1.NodeCondition
 }
 
 // FactsProvider gives a node's facts, at registration and at every status
@@ -216,5 +220,11 @@ func SetStatus(node *v1.Node, cfg *Config, f Facts, now metav1.Time) {
 	if node.Status.NodeInfo.ContainerRuntimeVersion == "" {
 		node.Status.NodeInfo.ContainerRuntimeVersion = runtimeVersion
 	}
-	node.Status.Conditions = Conditions(node.Status.Conditions, desiredConditions(f.Capacity, f.Readiness, f.Pressure), now)
+	desired := desiredConditions(f.Capacity, f.Readiness, f.Pressure)
+	for _, c := range f.Conditions {
+		if !isKubeletCondition(c.Type) {
+			desired = append(desired, v1.NodeCondition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	node.Status.Conditions = Conditions(node.Status.Conditions, desired, now)
 }

@@ -317,3 +317,35 @@ func TestStatusPatchReplacesChangedAddresses(t *testing.T) {
 		t.Errorf("unchanged addresses patched: %s", patch)
 	}
 }
+
+// A virtual node's provider reports conditions of its own: they are
+// written beside the kubelet's four, and one of the kubelet's types given
+// there cannot override the kubelet's computation.
+func TestSetStatusExtraConditions(t *testing.T) {
+	cfg := &Config{NodeName: "vn"}
+	f := Facts{
+		Capacity:  v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("1Gi"), v1.ResourcePods: resource.MustParse("10")},
+		Readiness: Readiness{RuntimeReady: true, NetworkReady: true},
+		Conditions: []v1.NodeCondition{
+			{Type: "BackendQuota", Status: v1.ConditionFalse, Reason: "QuotaOK", Message: "quota left"},
+			{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "Ignored"},
+		},
+	}
+	node := NewNode(cfg, f)
+	SetStatus(node, cfg, f, metav1.Now())
+	if len(node.Status.Conditions) != 5 {
+		t.Fatalf("conditions = %+v, want the kubelet's four and BackendQuota", node.Status.Conditions)
+	}
+	var extra *v1.NodeCondition
+	for i, c := range node.Status.Conditions {
+		if c.Type == "BackendQuota" {
+			extra = &node.Status.Conditions[i]
+		}
+		if c.Type == v1.NodeReady && c.Status != v1.ConditionTrue {
+			t.Errorf("Ready = %+v: a provider condition of type Ready must not override the kubelet's", c)
+		}
+	}
+	if extra == nil || extra.Reason != "QuotaOK" || extra.LastHeartbeatTime.IsZero() {
+		t.Errorf("BackendQuota = %+v", extra)
+	}
+}

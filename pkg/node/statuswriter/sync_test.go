@@ -353,3 +353,31 @@ func TestReconcileRepairsAPIStatus(t *testing.T) {
 		t.Errorf("foreign condition removed: %+v", got.(*v1.Pod).Status.Conditions)
 	}
 }
+
+// The resize conditions are the kubelet's: ours replace the API's (a
+// PodResizePending the kubelet sets reaches the API, one it cleared goes),
+// while a condition someone else owns is carried over.
+func TestForAPIWritesResizeConditions(t *testing.T) {
+	api := &v1.PodStatus{Conditions: []v1.PodCondition{
+		{Type: v1.PodResizeInProgress, Status: v1.ConditionTrue},
+		{Type: "example.com/gate", Status: v1.ConditionTrue},
+	}}
+	ours := &v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{
+		{Type: v1.PodReady, Status: v1.ConditionTrue},
+		{Type: v1.PodResizePending, Status: v1.ConditionTrue, Reason: v1.PodReasonInfeasible},
+	}}
+	out := forAPI(api, ours, false)
+	got := map[v1.PodConditionType]bool{}
+	for _, c := range out.Conditions {
+		got[c.Type] = true
+	}
+	want := map[v1.PodConditionType]bool{v1.PodReady: true, v1.PodResizePending: true, "example.com/gate": true}
+	if len(got) != len(want) {
+		t.Fatalf("conditions %v, want %v", out.Conditions, want)
+	}
+	for k := range want {
+		if !got[k] {
+			t.Errorf("condition %s missing from %v", k, out.Conditions)
+		}
+	}
+}

@@ -1,7 +1,10 @@
 // Package envvars computes a container's environment as the upstream
 // kubelet does: envFrom (ConfigMaps and Secrets, with prefix and
 // optional), env with $(VAR) expansion, the downward API (fieldRef and
-// resourceFieldRef) and the service link variables.
+// resourceFieldRef, whose values pkg/pod/fieldpath gives, as it does for
+// downwardAPI volumes) and the service link variables. Both engines use
+// it: the CRI engine when a container starts, the virtual engine before a
+// provider gets a pod.
 //
 // The decision is pure: Resolve takes the pod, the container and every
 // fact it needs (the ConfigMaps and Secrets already read, pod and host IPs,

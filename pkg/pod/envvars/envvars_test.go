@@ -12,7 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/pkg/errdefs"
 )
 
 func TestExpand(t *testing.T) {
@@ -36,7 +39,9 @@ func TestExpand(t *testing.T) {
 		{"$()", "$()"},
 		{"$é", "$é"},
 		{"$(A)$(B)", "ab"},
+		{"$(A)$(A)$$$(B)", "aa$b"},
 		{"(A)", "(A)"},
+		{"cost $5", "cost $5"},
 	} {
 		if got := Expand(tc.in, Lookup(vars)); got != tc.want {
 			t.Errorf("Expand(%q) = %q, want %q", tc.in, got, tc.want)
@@ -131,12 +136,29 @@ func TestServiceEnv(t *testing.T) {
 			}
 		}
 	}
-	// A Service named kubernetes in the pod's namespace does not replace
-	// the master service.
-	shadow := append(services, svc("app", "kubernetes", "10.96.9.9", v1.ServicePort{Port: 1}))
-	for _, e := range ServiceEnv(shadow, "app", true) {
-		if e.Name == "KUBERNETES_SERVICE_HOST" && e.Value != "10.96.0.1" {
-			t.Errorf("master service shadowed: %s", e.Value)
+	// A Service named kubernetes in the pod's namespace replaces the
+	// master service's variables, whatever the list order, as upstream
+	// (envvars had the master win; the virtual engine had the namespace's).
+	// Without service links the master service's stay.
+	own := svc("app", "kubernetes", "10.96.9.9", v1.ServicePort{Port: 1})
+	for _, tc := range []struct {
+		name  string
+		list  []*v1.Service
+		links bool
+		want  string
+	}{
+		{"namespace's after the master", append(append([]*v1.Service{}, services...), own), true, "10.96.9.9"},
+		{"namespace's before the master", append([]*v1.Service{own}, services...), true, "10.96.9.9"},
+		{"no service links", append([]*v1.Service{own}, services...), false, "10.96.0.1"},
+	} {
+		got := ""
+		for _, e := range ServiceEnv(tc.list, "app", tc.links) {
+			if e.Name == "KUBERNETES_SERVICE_HOST" {
+				got = e.Value
+			}
+		}
+		if got != tc.want {
+			t.Errorf("%s: KUBERNETES_SERVICE_HOST = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	// Stable order.
@@ -154,97 +176,7 @@ func testPod() *v1.Pod {
 	}
 }
 
-func TestFieldValue(t *testing.T) {
-	pod := testPod()
-	pod.Status.Phase = v1.PodRunning
-	podIPs, hostIPs := []string{"10.1.0.2", "fd00::2"}, []string{"192.0.2.1", "2001:db8::1"}
-	for _, tc := range []struct{ path, want string }{
-		{"metadata.name", "web"},
-		{"metadata.namespace", "ns1"},
-		{"metadata.uid", "uid-1"},
-		{"metadata.labels['app']", "web"},
-		{"metadata.labels['missing']", ""},
-		{"metadata.annotations['example.com/k']", "v"},
-		{"metadata.labels", "app=\"web\"\ntier=\"front\""},
-		{"metadata.annotations", "example.com/k=\"v\"\nnote=\"x y\""},
-		{"spec.nodeName", "node-a"},
-		{"spec.host", "node-a"},
-		{"spec.serviceAccountName", "sa"},
-		{"spec.restartPolicy", "Always"},
-		{"spec.schedulerName", "default-scheduler"},
-		{"status.phase", "Running"},
-		{"status.podIP", "10.1.0.2"},
-		{"status.podIPs", "10.1.0.2,fd00::2"},
-		{"status.hostIP", "192.0.2.1"},
-		{"status.hostIPs", "192.0.2.1,2001:db8::1"},
-	} {
-		got, err := FieldValue(pod, tc.path, podIPs, hostIPs)
-		if err != nil || got != tc.want {
-			t.Errorf("FieldValue(%s) = %q, %v; want %q", tc.path, got, err, tc.want)
-		}
-	}
-	for _, bad := range []string{"spec.containers", "metadata.name['x']", "metadata.labels['bad key!']"} {
-		if _, err := FieldValue(pod, bad, podIPs, hostIPs); err == nil {
-			t.Errorf("FieldValue(%s) gave no error", bad)
-		}
-	}
-	if v, err := FieldValue(pod, "status.podIP", nil, hostIPs); err != nil || v != "" {
-		t.Errorf("podIP before the sandbox has one: %q %v", v, err)
-	}
-}
-
 func q(s string) resource.Quantity { return resource.MustParse(s) }
-
-func TestResourceValue(t *testing.T) {
-	pod := testPod()
-	pod.Spec.Containers = []v1.Container{
-		{Name: "limited", Resources: v1.ResourceRequirements{
-			Requests: v1.ResourceList{v1.ResourceCPU: q("250m"), v1.ResourceMemory: q("32Mi")},
-			Limits:   v1.ResourceList{v1.ResourceCPU: q("1250m"), v1.ResourceMemory: q("64Mi")}}},
-		{Name: "unlimited"},
-	}
-	alloc := v1.ResourceList{v1.ResourceCPU: q("2"), v1.ResourceMemory: q("4Gi"), v1.ResourceEphemeralStorage: q("10Gi")}
-	for _, tc := range []struct {
-		c, res, container string
-		divisor           string
-		want              string
-	}{
-		{"limited", "limits.cpu", "", "", "2"}, // 1.25 cores rounded up
-		{"limited", "limits.cpu", "", "1m", "1250"},
-		{"limited", "requests.cpu", "", "1m", "250"},
-		{"limited", "limits.memory", "", "", "67108864"},
-		{"limited", "limits.memory", "", "1Mi", "64"},
-		{"limited", "requests.memory", "", "1Mi", "32"},
-		{"unlimited", "limits.cpu", "", "", "2"},
-		{"unlimited", "limits.memory", "", "1Gi", "4"},
-		{"unlimited", "limits.ephemeral-storage", "", "1Gi", "10"},
-		{"unlimited", "requests.cpu", "", "", "0"},
-		{"unlimited", "limits.memory", "limited", "1Mi", "64"}, // another container named
-	} {
-		c := &pod.Spec.Containers[0]
-		if tc.c == "unlimited" {
-			c = &pod.Spec.Containers[1]
-		}
-		fs := &v1.ResourceFieldSelector{Resource: tc.res, ContainerName: tc.container}
-		if tc.divisor != "" {
-			fs.Divisor = q(tc.divisor)
-		}
-		got, err := ResourceValue(fs, pod, c, alloc)
-		if err != nil || got != tc.want {
-			t.Errorf("%s %s (container %q, divisor %q) = %q, %v; want %q", tc.c, tc.res, tc.container, tc.divisor, got, err, tc.want)
-		}
-	}
-	pod.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceMemory: q("1Gi")}}
-	if got, _ := ResourceValue(&v1.ResourceFieldSelector{Resource: "limits.memory", Divisor: q("1Mi")}, pod, &pod.Spec.Containers[1], alloc); got != "1024" {
-		t.Errorf("pod-level limit not used as default: %s", got)
-	}
-	if _, err := ResourceValue(&v1.ResourceFieldSelector{Resource: "limits.gpu"}, pod, &pod.Spec.Containers[0], alloc); err == nil {
-		t.Errorf("unsupported resource gave no error")
-	}
-	if _, err := ResourceValue(&v1.ResourceFieldSelector{Resource: "limits.cpu", ContainerName: "nope"}, pod, &pod.Spec.Containers[0], alloc); err == nil {
-		t.Errorf("unknown container gave no error")
-	}
-}
 
 func cmRef(name, key string, optional bool) *v1.EnvVarSource {
 	return &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: name}, Key: key, Optional: ptr.To(optional)}}
@@ -258,6 +190,7 @@ func TestResolve(t *testing.T) {
 	sources := Sources{
 		ConfigMaps: map[string]*v1.ConfigMap{
 			"cfg":     {Data: map[string]string{"b": "2", "a": "1", "SHARED": "from-cm"}},
+			"odd":     {Data: map[string]string{"1st": "a", "with space": "b", "dash-key": "c"}},
 			"missing": nil,
 		},
 		Secrets: map[string]*v1.Secret{"sec": {Data: map[string][]byte{"password": []byte("hunter2"), "SHARED": []byte("from-secret")}}},
@@ -271,6 +204,8 @@ func TestResolve(t *testing.T) {
 		c       v1.Container
 		want    []string
 		wantErr string
+		// class is the errdefs class the error must have.
+		class func(error) bool
 	}{
 		{
 			name: "literal values and expansion",
@@ -295,6 +230,14 @@ func TestResolve(t *testing.T) {
 			want: []string{"SHARED=from-secret", "a=override-2", "b=2", "S_SHARED=from-secret", "S_password=hunter2", "password=hunter2", "WEB_SERVICE_HOST=mine", "KUBERNETES_SERVICE_HOST=10.96.0.1"},
 		},
 		{
+			// Keys that are not C identifiers are used as they are: in
+			// v1.34 upstream passes every key (RelaxedEnvironmentVariable-
+			// Validation is GA). The virtual engine skipped them.
+			name: "envFrom keys are not filtered",
+			c:    v1.Container{EnvFrom: []v1.EnvFromSource{{Prefix: "P_", ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "odd"}}}}},
+			want: []string{"P_1st=a", "P_dash-key=c", "P_with space=b", "KUBERNETES_SERVICE_HOST=10.96.0.1", "WEB_SERVICE_HOST=10.96.0.3"},
+		},
+		{
 			name: "optional missing envFrom is skipped",
 			c:    v1.Container{EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "missing"}, Optional: ptr.To(true)}}}},
 			want: []string{"KUBERNETES_SERVICE_HOST=10.96.0.1", "WEB_SERVICE_HOST=10.96.0.3"},
@@ -303,11 +246,13 @@ func TestResolve(t *testing.T) {
 			name:    "required missing envFrom ConfigMap",
 			c:       v1.Container{EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "missing"}}}}},
 			wantErr: `configmap "missing" not found`,
+			class:   errdefs.IsNotFound,
 		},
 		{
 			name:    "required missing envFrom Secret",
 			c:       v1.Container{EnvFrom: []v1.EnvFromSource{{SecretRef: &v1.SecretEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "nosuch"}}}}},
 			wantErr: `secret "nosuch" not found`,
+			class:   errdefs.IsNotFound,
 		},
 		{
 			name: "key refs",
@@ -325,16 +270,25 @@ func TestResolve(t *testing.T) {
 			name:    "required missing ConfigMap key names the key",
 			c:       v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: cmRef("cfg", "nokey", false)}}},
 			wantErr: "couldn't find key nokey in ConfigMap ns1/cfg",
+			class:   errdefs.IsNotFound,
 		},
 		{
 			name:    "required missing Secret key names the key",
 			c:       v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: secretRef("sec", "token", false)}}},
 			wantErr: "couldn't find key token in Secret ns1/sec",
+			class:   errdefs.IsNotFound,
 		},
 		{
 			name:    "required missing ConfigMap of a key ref",
 			c:       v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: cmRef("missing", "k", false)}}},
 			wantErr: `configmap "missing" not found`,
+			class:   errdefs.IsNotFound,
+		},
+		{
+			name:    "required missing Secret of a key ref",
+			c:       v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: secretRef("nosuch", "k", false)}}},
+			wantErr: `secret "nosuch" not found`,
+			class:   errdefs.IsNotFound,
 		},
 		{
 			name: "downward API",
@@ -351,6 +305,26 @@ func TestResolve(t *testing.T) {
 			name:    "bad field path",
 			c:       v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.volumes"}}}}},
 			wantErr: "env X: unsupported fieldPath",
+			class:   errdefs.IsInvalid,
+		},
+		{
+			// Not an env downward API field upstream (envvars gave "Always").
+			name:    "spec.restartPolicy is not an env field",
+			c:       v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "spec.restartPolicy"}}}}},
+			wantErr: "env X: unsupported fieldPath: spec.restartPolicy",
+			class:   errdefs.IsInvalid,
+		},
+		{
+			name:    "bad resource",
+			c:       v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ResourceFieldRef: &v1.ResourceFieldSelector{Resource: "limits.gpu"}}}}},
+			wantErr: "env X: unsupported container resource : limits.gpu",
+			class:   errdefs.IsInvalid,
+		},
+		{
+			name:    "fileKeyRef",
+			c:       v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "v", Path: "p", Key: "k"}}}}},
+			wantErr: "env X: fileKeyRef",
+			class:   errdefs.IsTerminal,
 		},
 	}
 	for _, tc := range tests {
@@ -359,6 +333,9 @@ func TestResolve(t *testing.T) {
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				if tc.class != nil && !tc.class(err) {
+					t.Errorf("error %v is not of the expected errdefs class", err)
 				}
 				return
 			}
@@ -439,5 +416,54 @@ func TestFetch(t *testing.T) {
 	}
 	if _, err := Fetch(context.Background(), nil, testPod(), c); err == nil || !strings.Contains(err.Error(), "no API server") {
 		t.Errorf("without objects: %v", err)
+	}
+	if _, err := Fetch(context.Background(), nil, testPod(), &v1.Container{Env: []v1.EnvVar{{Name: "x", Value: "y"}}}); err != nil {
+		t.Errorf("a container without references needs no objects: %v", err)
+	}
+}
+
+// Fetch over a whole pod reads each object once, and takes an errdefs
+// NotFound (a provider.ObjectGetter's) as absent like an API NotFound.
+func TestFetchPod(t *testing.T) {
+	objs := &classifiedObjects{fakeObjects: fakeObjects{cms: map[string]*v1.ConfigMap{"cfg": {Data: map[string]string{"k": "v"}}}}}
+	a := &v1.Container{Env: []v1.EnvVar{{Name: "A", ValueFrom: cmRef("cfg", "k", false)}}}
+	b := &v1.Container{EnvFrom: []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}}}},
+		Env: []v1.EnvVar{{Name: "B", ValueFrom: secretRef("gone", "k", true)}}}
+	src, err := Fetch(context.Background(), objs, testPod(), a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"cm:ns1/cfg", "secret:ns1/gone"}; !reflect.DeepEqual(objs.gets, want) {
+		t.Errorf("reads %v, want %v", objs.gets, want)
+	}
+	if _, known := src.Secrets["gone"]; !known || src.Secrets["gone"] != nil {
+		t.Errorf("an errdefs NotFound must be recorded absent: %+v", src)
+	}
+}
+
+// classifiedObjects answers NotFound as provider.ObjectGetter does
+// (errdefs, without an API status).
+type classifiedObjects struct{ fakeObjects }
+
+func (c *classifiedObjects) GetSecret(ctx context.Context, ns, name string) (*v1.Secret, error) {
+	s, err := c.fakeObjects.GetSecret(ctx, ns, name)
+	if err != nil {
+		return nil, errdefs.NotFound(errors.New("no such secret"))
+	}
+	return s, nil
+}
+
+func TestClientObjectsClassify(t *testing.T) {
+	client := fake.NewSimpleClientset(&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Name: "cfg"}})
+	objs := ClientObjects{Client: client}
+	if cm, err := objs.GetConfigMap(context.Background(), "ns1", "cfg"); err != nil || cm.Name != "cfg" {
+		t.Fatalf("GetConfigMap = %v, %v", cm, err)
+	}
+	_, err := objs.GetSecret(context.Background(), "ns1", "nope")
+	if !errdefs.IsNotFound(err) || !apierrors.IsNotFound(err) {
+		t.Errorf("a missing Secret must be NotFound for errdefs and apierrors both: %v", err)
+	}
+	if _, err := objs.GetConfigMap(context.Background(), "ns1", "nope"); !errdefs.IsNotFound(err) {
+		t.Errorf("a missing ConfigMap: %v", err)
 	}
 }

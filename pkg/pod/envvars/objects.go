@@ -8,11 +8,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gokubelet/kubelet/pkg/errdefs"
 )
 
 // Objects reads the ConfigMaps and Secrets pods refer to. A missing object
-// is an error for which apierrors.IsNotFound holds. Implementations must be
-// safe for concurrent use; they may cache.
+// is an error for which apierrors.IsNotFound or errdefs.IsNotFound holds.
+// Implementations must be safe for concurrent use; they may cache. (It is
+// the method set of provider.ObjectGetter: one serves as the other.)
 type Objects interface {
 	GetConfigMap(ctx context.Context, namespace, name string) (*v1.ConfigMap, error)
 	GetSecret(ctx context.Context, namespace, name string) (*v1.Secret, error)
@@ -21,19 +24,25 @@ type Objects interface {
 // ClientObjects reads straight from the API server, one GET per object
 // (the Node authorizer allows a node exactly the objects its pods refer
 // to). It is the simple implementation; a watch-based cache can replace it.
+// Errors are classified with errdefs.FromAPI (the API status stays
+// reachable, so apierrors.IsNotFound holds as well).
 type ClientObjects struct {
 	Client kubernetes.Interface
 }
 
 // GetConfigMap implements Objects.
 func (c ClientObjects) GetConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
-	return c.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	cm, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	return cm, errdefs.FromAPI(err)
 }
 
 // GetSecret implements Objects.
 func (c ClientObjects) GetSecret(ctx context.Context, ns, name string) (*v1.Secret, error) {
-	return c.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	s, err := c.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	return s, errdefs.FromAPI(err)
 }
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) || errdefs.IsNotFound(err) }
 
 // NeedsObjects reports whether container c refers to any ConfigMap or
 // Secret, that is whether Fetch has anything to read.
@@ -49,11 +58,13 @@ func NeedsObjects(c *v1.Container) bool {
 	return false
 }
 
-// Fetch reads the ConfigMaps and Secrets container c of pod refers to,
-// each once. A missing object is recorded as absent (Resolve decides
-// whether that matters); any other failure is an error. Without objs (no
-// API server) a reference is an error, as upstream.
-func Fetch(ctx context.Context, objs Objects, pod *v1.Pod, c *v1.Container) (Sources, error) {
+// Fetch reads the ConfigMaps and Secrets the containers of pod refer to,
+// each once (one container when a container starts; all of a pod's when
+// its whole spec is resolved at once). A missing object is recorded as
+// absent (Resolve decides whether that matters); any other failure is an
+// error. Without objs (no API server) a reference is an error, as
+// upstream.
+func Fetch(ctx context.Context, objs Objects, pod *v1.Pod, containers ...*v1.Container) (Sources, error) {
 	src := Sources{ConfigMaps: map[string]*v1.ConfigMap{}, Secrets: map[string]*v1.Secret{}}
 	cm := func(name string) error {
 		if _, done := src.ConfigMaps[name]; done {
@@ -64,7 +75,7 @@ func Fetch(ctx context.Context, objs Objects, pod *v1.Pod, c *v1.Container) (Sou
 		}
 		o, err := objs.GetConfigMap(ctx, pod.Namespace, name)
 		switch {
-		case apierrors.IsNotFound(err):
+		case isNotFound(err):
 			src.ConfigMaps[name] = nil
 		case err != nil:
 			return fmt.Errorf("couldn't get configMap %s/%s: %w", pod.Namespace, name, err)
@@ -82,7 +93,7 @@ func Fetch(ctx context.Context, objs Objects, pod *v1.Pod, c *v1.Container) (Sou
 		}
 		o, err := objs.GetSecret(ctx, pod.Namespace, name)
 		switch {
-		case apierrors.IsNotFound(err):
+		case isNotFound(err):
 			src.Secrets[name] = nil
 		case err != nil:
 			return fmt.Errorf("couldn't get secret %s/%s: %w", pod.Namespace, name, err)
@@ -91,31 +102,33 @@ func Fetch(ctx context.Context, objs Objects, pod *v1.Pod, c *v1.Container) (Sou
 		}
 		return nil
 	}
-	for _, f := range c.EnvFrom {
-		var err error
-		switch {
-		case f.ConfigMapRef != nil:
-			err = cm(f.ConfigMapRef.Name)
-		case f.SecretRef != nil:
-			err = secret(f.SecretRef.Name)
+	for _, c := range containers {
+		for _, f := range c.EnvFrom {
+			var err error
+			switch {
+			case f.ConfigMapRef != nil:
+				err = cm(f.ConfigMapRef.Name)
+			case f.SecretRef != nil:
+				err = secret(f.SecretRef.Name)
+			}
+			if err != nil {
+				return src, err
+			}
 		}
-		if err != nil {
-			return src, err
-		}
-	}
-	for _, e := range c.Env {
-		if e.ValueFrom == nil {
-			continue
-		}
-		var err error
-		switch {
-		case e.ValueFrom.ConfigMapKeyRef != nil:
-			err = cm(e.ValueFrom.ConfigMapKeyRef.Name)
-		case e.ValueFrom.SecretKeyRef != nil:
-			err = secret(e.ValueFrom.SecretKeyRef.Name)
-		}
-		if err != nil {
-			return src, err
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				continue
+			}
+			var err error
+			switch {
+			case e.ValueFrom.ConfigMapKeyRef != nil:
+				err = cm(e.ValueFrom.ConfigMapKeyRef.Name)
+			case e.ValueFrom.SecretKeyRef != nil:
+				err = secret(e.ValueFrom.SecretKeyRef.Name)
+			}
+			if err != nil {
+				return src, err
+			}
 		}
 	}
 	return src, nil

@@ -5,6 +5,9 @@ import (
 	"sort"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/gokubelet/kubelet/pkg/errdefs"
+	"github.com/gokubelet/kubelet/pkg/pod/fieldpath"
 )
 
 // Sources are the ConfigMaps and Secrets of the pod's namespace that a
@@ -44,7 +47,10 @@ type Inputs struct {
 // A later definition of a name replaces the value of an earlier one in
 // place, so the order is that of first definition. The errors are the
 // upstream kubelet's words (they become the container's
-// CreateContainerConfigError message).
+// CreateContainerConfigError message), classified: a missing ConfigMap,
+// Secret or key is errdefs.NotFound (it may appear later), a fieldRef or
+// resourceFieldRef that cannot be resolved is errdefs.Invalid, a source
+// this kubelet does not support is errdefs.Terminal.
 func Resolve(pod *v1.Pod, c *v1.Container, in Inputs) ([]v1.EnvVar, error) {
 	var out []v1.EnvVar
 	index := map[string]int{}
@@ -68,7 +74,7 @@ func Resolve(pod *v1.Pod, c *v1.Container, in Inputs) ([]v1.EnvVar, error) {
 				if isTrue(from.ConfigMapRef.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("configmap %q not found", from.ConfigMapRef.Name)
+				return nil, errdefs.NotFound(fmt.Errorf("configmap %q not found", from.ConfigMapRef.Name))
 			}
 			for _, k := range sortedKeys(cm.Data) {
 				set(from.Prefix+k, cm.Data[k])
@@ -79,7 +85,7 @@ func Resolve(pod *v1.Pod, c *v1.Container, in Inputs) ([]v1.EnvVar, error) {
 				if isTrue(from.SecretRef.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("secret %q not found", from.SecretRef.Name)
+				return nil, errdefs.NotFound(fmt.Errorf("secret %q not found", from.SecretRef.Name))
 			}
 			keys := make([]string, 0, len(s.Data))
 			for k := range s.Data {
@@ -103,15 +109,15 @@ func Resolve(pod *v1.Pod, c *v1.Container, in Inputs) ([]v1.EnvVar, error) {
 		case v != "" || e.ValueFrom == nil:
 			v = Expand(v, lookup)
 		case e.ValueFrom.FieldRef != nil:
-			fv, err := FieldValue(pod, e.ValueFrom.FieldRef.FieldPath, in.PodIPs, in.HostIPs)
+			fv, err := fieldpath.EnvField(pod, e.ValueFrom.FieldRef.FieldPath, in.PodIPs, in.HostIPs)
 			if err != nil {
-				return nil, fmt.Errorf("env %s: %w", e.Name, err)
+				return nil, errdefs.Invalid(fmt.Errorf("env %s: %w", e.Name, err))
 			}
 			v = fv
 		case e.ValueFrom.ResourceFieldRef != nil:
-			rv, err := ResourceValue(e.ValueFrom.ResourceFieldRef, pod, c, in.NodeAllocatable)
+			rv, err := fieldpath.ContainerResource(pod, c, e.ValueFrom.ResourceFieldRef, in.NodeAllocatable)
 			if err != nil {
-				return nil, fmt.Errorf("env %s: %w", e.Name, err)
+				return nil, errdefs.Invalid(fmt.Errorf("env %s: %w", e.Name, err))
 			}
 			v = rv
 		case e.ValueFrom.ConfigMapKeyRef != nil:
@@ -121,14 +127,14 @@ func Resolve(pod *v1.Pod, c *v1.Container, in Inputs) ([]v1.EnvVar, error) {
 				if isTrue(ref.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("configmap %q not found", ref.Name)
+				return nil, errdefs.NotFound(fmt.Errorf("configmap %q not found", ref.Name))
 			}
 			cv, ok := cm.Data[ref.Key]
 			if !ok {
 				if isTrue(ref.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, ns, ref.Name)
+				return nil, errdefs.NotFound(fmt.Errorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, ns, ref.Name))
 			}
 			v = cv
 		case e.ValueFrom.SecretKeyRef != nil:
@@ -138,18 +144,18 @@ func Resolve(pod *v1.Pod, c *v1.Container, in Inputs) ([]v1.EnvVar, error) {
 				if isTrue(ref.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("secret %q not found", ref.Name)
+				return nil, errdefs.NotFound(fmt.Errorf("secret %q not found", ref.Name))
 			}
 			sv, ok := s.Data[ref.Key]
 			if !ok {
 				if isTrue(ref.Optional) {
 					continue
 				}
-				return nil, fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, ns, ref.Name)
+				return nil, errdefs.NotFound(fmt.Errorf("couldn't find key %s in Secret %s/%s", ref.Key, ns, ref.Name))
 			}
 			v = string(sv)
 		case e.ValueFrom.FileKeyRef != nil:
-			return nil, fmt.Errorf("env %s: fileKeyRef (the EnvFiles feature) is not supported by this kubelet", e.Name)
+			return nil, errdefs.Terminal(fmt.Errorf("env %s: fileKeyRef (the EnvFiles feature) is not supported by this kubelet", e.Name))
 		}
 		set(e.Name, v)
 	}

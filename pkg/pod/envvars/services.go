@@ -18,7 +18,9 @@ const masterService = "kubernetes"
 
 // ServiceEnv returns the service link variables a pod in namespace ns
 // sees: those of the "kubernetes" Service in the default namespace always,
-// and, when enableServiceLinks, those of every Service of ns. Services
+// and, when enableServiceLinks, those of every Service of ns (a Service of
+// ns named "kubernetes" then replaces the master service's, as upstream
+// projects the namespace's Services onto the master services). Services
 // without a cluster IP (headless, or not yet allocated) give none. The
 // order is stable: Services by name, then each Service's variables in
 // FromService's order.
@@ -29,10 +31,9 @@ func ServiceEnv(services []*v1.Service, ns string, enableServiceLinks bool) []v1
 			continue
 		}
 		switch {
-		case s.Namespace == metav1.NamespaceDefault && s.Name == masterService:
-			// The master service wins over a same-named Service of ns.
-			chosen[s.Name] = s
 		case s.Namespace == ns && enableServiceLinks:
+			chosen[s.Name] = s
+		case s.Namespace == metav1.NamespaceDefault && s.Name == masterService:
 			if _, taken := chosen[s.Name]; !taken {
 				chosen[s.Name] = s
 			}

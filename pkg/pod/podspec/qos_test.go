@@ -59,3 +59,23 @@ func TestComputeQOSClass(t *testing.T) {
 		t.Errorf("QOSClass must keep the status' class, got %s", got)
 	}
 }
+
+func TestWithDefaultedRequests(t *testing.T) {
+	lim := v1.ResourceList{v1.ResourceCPU: resource.MustParse("1"), v1.ResourceMemory: resource.MustParse("1Gi")}
+	pod := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "a", Resources: v1.ResourceRequirements{
+		Limits: lim, Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}}}}}
+	got := WithDefaultedRequests(pod)
+	if got == pod {
+		t.Fatal("a pod that needs defaulting came back unchanged")
+	}
+	r := got.Spec.Containers[0].Resources.Requests
+	if r.Cpu().String() != "100m" || r.Memory().String() != "1Gi" {
+		t.Errorf("requests %v: an explicit request must stay, a missing one must be the limit", r)
+	}
+	if _, ok := pod.Spec.Containers[0].Resources.Requests[v1.ResourceMemory]; ok {
+		t.Error("the input pod was modified")
+	}
+	if WithDefaultedRequests(got) != got {
+		t.Error("a defaulted pod was copied again")
+	}
+}

@@ -464,6 +464,8 @@ type PodInfo struct {
 	Started bool
 	// Removed: the pod left its source.
 	Removed bool
+	// Cleaned: SyncTerminatedPod succeeded (volumes released).
+	Cleaned bool
 }
 
 // Get reports the state of a pod's worker.
@@ -489,7 +491,7 @@ func (w *Workers) List() []PodInfo {
 }
 
 func info(ps *podState) PodInfo {
-	return PodInfo{UID: ps.uid, FullName: ps.fullName, State: ps.state, Started: ps.started, Removed: ps.remove}
+	return PodInfo{UID: ps.uid, FullName: ps.fullName, State: ps.state, Started: ps.started, Removed: ps.remove, Cleaned: ps.cleaned}
 }
 
 // IsTerminationRequested reports whether the pod is terminating or

@@ -226,6 +226,7 @@ func (m *Manager) UpdatePod(pod *v1.Pod, status *container.PodStatus) {
 				continue
 			}
 			w := newWorker(m, pod.UID, c.Name, kind)
+			m.seed(w, pod, inst)
 			pe.workers[k] = w
 			m.start(w)
 		}
@@ -247,6 +248,42 @@ func (m *Manager) UpdatePod(pod *v1.Pod, status *container.PodStatus) {
 		delete(m.results, rk)
 	}
 	m.pods[pod.UID] = pe
+}
+
+// seed starts a new worker from the pod's last reported status when that
+// status is about the container's current running instance and holds a
+// verdict for the worker's kind: Ready for readiness, Started for startup.
+// A restarted kubelet thus keeps reporting a ready container ready (and a
+// started one started) until its probes say otherwise, instead of
+// resetting them (upstream issue 100277). A new instance, or a status about
+// another one, starts from no result as before. Called with m.mu held,
+// before the worker runs.
+func (m *Manager) seed(w *worker, pod *v1.Pod, inst instance) {
+	if inst.id == "" || !inst.running || (w.kind != Readiness && w.kind != Startup) {
+		return
+	}
+	rk := resultKey{pod.UID, w.name, w.kind}
+	if _, ok := m.results[rk]; ok {
+		return
+	}
+	cs := podspec.FindStatus(pod.Status.ContainerStatuses, w.name)
+	if cs == nil {
+		cs = podspec.FindStatus(pod.Status.InitContainerStatuses, w.name)
+	}
+	if cs == nil || cs.State.Running == nil {
+		return
+	}
+	if _, id, _ := strings.Cut(cs.ContainerID, "://"); id != inst.id {
+		return
+	}
+	switch {
+	case w.kind == Readiness && cs.Ready:
+	case w.kind == Startup && cs.Started != nil && *cs.Started:
+	default:
+		return
+	}
+	w.containerID, w.lastResult, w.resultRun, w.probed = inst.id, Success, 1, true
+	m.results[rk] = resultEntry{id: inst.id, result: Success}
 }
 
 // RemovePod stops the pod's workers and forgets its results.

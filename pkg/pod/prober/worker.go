@@ -70,6 +70,7 @@ func (w *worker) poke() {
 
 func (w *worker) run() {
 	defer w.m.wg.Done()
+	defer forgetProbeMetrics(w)
 	for {
 		wait, ok := w.step()
 		if !ok {
@@ -146,6 +147,7 @@ func (w *worker) step() (time.Duration, bool) {
 
 	period := secondsOr(s.probe.PeriodSeconds, defaultPeriod)
 	o, err := w.m.run(w.ctx, s.probe, target{pod: s.pod, container: s.container, containerID: s.inst.id, host: s.host})
+	observeProbe(w, s.pod, o, err, now)
 	select {
 	case <-w.stop:
 		return 0, false

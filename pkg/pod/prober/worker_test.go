@@ -392,3 +392,45 @@ func TestRemovePodForgets(t *testing.T) {
 		t.Fatalf("worker goes on after RemovePod")
 	}
 }
+
+// A restarted kubelet meets a running container its last status reported
+// ready and started: it stays so until the probes say otherwise (no flap),
+// while a status about another instance seeds nothing.
+func TestRestartKeepsReportedReadiness(t *testing.T) {
+	c := v1.Container{Name: "app", ReadinessProbe: probe(1, 0, 0, 2), StartupProbe: probe(1, 0, 0, 0)}
+	pod := podWith(c)
+	started := true
+	pod.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", ContainerID: "containerd://c1", Ready: true, Started: &started,
+		State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
+	b := newBench(t, pod)
+	b.st.Containers = []container.Status{{ID: "c1", Name: "app", State: container.StateRunning, StartedAt: t0, CreatedAt: t0}}
+	b.m.UpdatePod(b.pod, b.st)
+	if ok, known := b.ready("app", "c1"); !ok || !known {
+		t.Fatalf("reported ready before the restart, not ready right after it: %v %v", ok, known)
+	}
+	if ok, known := b.started("app", "c1"); !ok || !known {
+		t.Fatalf("reported started before the restart, not started right after it: %v %v", ok, known)
+	}
+	// The probes go on: the first step does not reset the result.
+	b.s.set("app", Readiness, Failure, "down")
+	b.step("app", Readiness)
+	if ok, _ := b.ready("app", "c1"); !ok {
+		t.Fatal("one failure below failureThreshold 2 made it unready")
+	}
+	b.step("app", Readiness)
+	if ok, known := b.ready("app", "c1"); ok || !known {
+		t.Fatalf("failureThreshold reached, still ready: %v %v", ok, known)
+	}
+
+	// A status about an older instance seeds nothing.
+	other := podWith(c)
+	other.UID = "uid-2"
+	other.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "app", ContainerID: "containerd://old", Ready: true, Started: &started,
+		State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}
+	b2 := newBench(t, other)
+	b2.st.Containers = []container.Status{{ID: "new", Name: "app", State: container.StateRunning, StartedAt: t0, CreatedAt: t0}}
+	b2.m.UpdatePod(b2.pod, b2.st)
+	if _, known := b2.ready("app", "new"); known {
+		t.Error("a new instance inherited the old one's readiness")
+	}
+}

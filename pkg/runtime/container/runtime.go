@@ -55,6 +55,7 @@ const (
 	ActionStart         Action = "StartContainer"
 	ActionKill          Action = "KillContainer"
 	ActionPull          Action = "PullImage"
+	ActionResize        Action = "ResizeContainer"
 )
 
 // StepResult is the outcome of one step of SyncPod.
@@ -111,7 +112,7 @@ func (r SyncResult) Error() error {
 func (r SyncResult) WaitingReasons() map[string]WaitingReason {
 	out := map[string]WaitingReason{}
 	for _, s := range r.Steps {
-		if s.Container == "" || s.Action == ActionKill {
+		if s.Container == "" || s.Action == ActionKill || s.Action == ActionResize {
 			continue
 		}
 		if s.Err != nil || s.Reason != "" {

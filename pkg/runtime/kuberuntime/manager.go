@@ -21,6 +21,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runtime/backoff"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
+	"github.com/gokubelet/kubelet/pkg/runtime/instrumented"
 )
 
 // Cgroup drivers.
@@ -66,6 +67,9 @@ type Options struct {
 	// the kubepods hierarchy hangs from (default /).
 	CgroupDriver string
 	CgroupRoot   string
+	// CgroupParent, when set, names each pod's cgroup parent (the cgroup
+	// manager's PodParent); else CgroupParent of the driver and root.
+	CgroupParent func(*v1.Pod) string
 
 	// ResolvConf is the host resolver file pods inherit (DNSPolicy Default,
 	// and ClusterFirst without cluster DNS); "" means none: such pods get
@@ -98,6 +102,12 @@ type Options struct {
 	// with CreateContainerConfigError.
 	Mounts container.MountsFunc
 
+	// Actuated records what each container was last given; with it,
+	// SyncPod resizes running containers whose allocation changed (see
+	// resize.go). PodCgroup applies a pod's (new) limits to its cgroup.
+	Actuated  ActuatedResources
+	PodCgroup func(*v1.Pod) error
+
 	// Liveness, when set, tells SyncPod which running containers failed
 	// their liveness or startup probe: they are killed and restarted by the
 	// restart policy (see ComputePodActions).
@@ -111,6 +121,11 @@ type Options struct {
 	// environments, DNS, security contexts, hooks and RuntimeClasses need
 	// from outside the runtime. All optional.
 	PodSpec PodSpecDeps
+
+	// CRIObserver, when set, hears about the CRI calls of pod starts (the
+	// pod startup timeline). Every CRI call is counted in the runtime
+	// operation metrics either way (package instrumented).
+	CRIObserver instrumented.Observer
 }
 
 func (o *Options) setDefaults() {
@@ -189,7 +204,7 @@ func New(ctx context.Context, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connecting to CRI image service %s: %w", o.ImageEndpoint, err)
 	}
-	return NewWithServices(ctx, rs, is, o)
+	return NewWithServices(ctx, instrumented.RuntimeService(rs, o.CRIObserver), instrumented.ImageService(is, o.CRIObserver), o)
 }
 
 // NewWithServices returns a Manager over already-built CRI services (the

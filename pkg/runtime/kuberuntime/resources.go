@@ -3,7 +3,6 @@ package kuberuntime
 import (
 	"bufio"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+	"github.com/gokubelet/kubelet/pkg/runtime/cgroups"
 )
 
 // Numbers of the upstream resource mapping (users see them in cgroups).
@@ -25,37 +25,23 @@ const (
 	besteffortOOMScoreAdj = 1000
 )
 
-// CgroupParent returns the pod's cgroup parent for the CRI:
-// <root>/kubepods[/burstable|/besteffort]/pod<uid> with the cgroupfs driver,
-// the expanded systemd slice path with the systemd driver.
+// CgroupParent returns the pod's cgroup parent for the CRI with the QoS
+// hierarchy of cgroupsPerQOS: <root>/kubepods[/burstable|/besteffort]/pod<uid>
+// with the cgroupfs driver, the expanded systemd slice path with the
+// systemd driver. The kubelet passes its cgroup manager's PodParent as
+// Options.CgroupParent instead, which also knows cgroupsPerQOS.
 func CgroupParent(pod *v1.Pod, driver, root string) string {
-	parts := []string{"kubepods"}
-	switch podspec.QOSClass(pod) {
-	case v1.PodQOSBurstable:
-		parts = append(parts, "burstable")
-	case v1.PodQOSBestEffort:
-		parts = append(parts, "besteffort")
+	n, _ := cgroups.Hierarchy{Root: cgroups.ParseRoot(root, driver), PerQOS: true}.Pod(pod)
+	return n.Path(driver)
+}
+
+// cgroupParent is the sandbox's cgroup parent: Options.CgroupParent when
+// set, else CgroupParent.
+func (m *Manager) cgroupParent(pod *v1.Pod) string {
+	if m.opts.CgroupParent != nil {
+		return m.opts.CgroupParent(pod)
 	}
-	parts = append(parts, "pod"+string(pod.UID))
-	if driver != CgroupDriverSystemd {
-		return path.Join(append([]string{"/", root}, parts...)...)
-	}
-	// systemd: each level is a slice named after all its ancestors, with
-	// dashes in names escaped to underscores.
-	out := "/"
-	if root != "" && root != "/" {
-		out = root
-	}
-	prefix := ""
-	for _, p := range parts {
-		p = strings.ReplaceAll(p, "-", "_")
-		if prefix != "" {
-			prefix += "-"
-		}
-		prefix += p
-		out = path.Join(out, prefix+".slice")
-	}
-	return out
+	return CgroupParent(pod, m.opts.CgroupDriver, m.opts.CgroupRoot)
 }
 
 func milliCPUToShares(milli int64) int64 {

@@ -78,7 +78,7 @@ func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 		return nil, nil, err
 	}
 	cfg.Linux = &runtimeapi.LinuxPodSandboxConfig{
-		CgroupParent:    CgroupParent(pod, m.opts.CgroupDriver, m.opts.CgroupRoot),
+		CgroupParent:    m.cgroupParent(pod),
 		SecurityContext: sc,
 		Sysctls:         sysctls,
 	}

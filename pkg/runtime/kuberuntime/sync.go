@@ -69,6 +69,14 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		}
 	}
 
+	if !a.KillPod && !a.CreateSandbox && ctx.Err() == nil {
+		steps, restarted := m.resizePod(ctx, pod, status)
+		res.Steps = append(res.Steps, steps...)
+		if restarted {
+			return res
+		}
+	}
+
 	for _, d := range a.Deferred {
 		action := container.ActionStart
 		if d.Init {
@@ -147,6 +155,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		if step.Err != nil {
 			return res
 		}
+		m.recordActuated(ctx, pod, s.Name)
 		m.pruneOldInstances(ctx, status, s.Name)
 	}
 	for _, s := range a.ContainersToStart {
@@ -156,6 +165,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 		step := m.startContainer(ctx, pod, s, sandboxID, sandboxCfg, podIPs, status)
 		add(step)
 		if step.Err == nil {
+			m.recordActuated(ctx, pod, s.Name)
 			m.pruneOldInstances(ctx, status, s.Name)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -93,6 +94,7 @@ func (p *PLEG) Start(ctx context.Context) error {
 
 // Relist does one relist and emits the events it finds.
 func (p *PLEG) Relist(ctx context.Context) {
+	defer p.instrumentRelist()()
 	pods, err := p.runtime.Relist(ctx)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "PLEG relist failed")
@@ -124,6 +126,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 		select {
 		case p.events <- e:
 		default:
+			metrics.PLEGDiscardEvents.Inc()
 			klog.FromContext(ctx).Info("PLEG event channel full, dropping event; the pod's resync covers it", "podUID", e.UID, "event", e.Type)
 		}
 	}

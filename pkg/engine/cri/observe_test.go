@@ -1,0 +1,143 @@
+package cri
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	compbase "k8s.io/component-base/metrics"
+
+	"github.com/gokubelet/kubelet/pkg/metrics"
+	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
+	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
+	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/runtime/images"
+	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
+)
+
+// recorder is an Observer that remembers what it was told.
+type recorder struct {
+	mu      sync.Mutex
+	updates []podconfig.Op
+	phases  map[types.UID]v1.PodPhase
+	syncs   int
+	pruned  int
+}
+
+func (r *recorder) InstrumentHandler(h podworkers.Handler) podworkers.Handler {
+	return countingHandler{Handler: h, r: r}
+}
+
+type countingHandler struct {
+	podworkers.Handler
+	r *recorder
+}
+
+func (c countingHandler) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration, error) {
+	c.r.mu.Lock()
+	c.r.syncs++
+	c.r.mu.Unlock()
+	return c.Handler.SyncPod(ctx, pod)
+}
+
+func (r *recorder) PodUpdate(u podconfig.PodUpdate) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.updates = append(r.updates, u.Op)
+}
+
+func (r *recorder) StatusComputed(pod *v1.Pod, st v1.PodStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.phases[pod.UID] = st.Phase
+}
+
+func (r *recorder) Prune(func(types.UID) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pruned++
+}
+
+func (r *recorder) seen(uid types.UID) (v1.PodPhase, int, []podconfig.Op) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.phases[uid], r.syncs, append([]podconfig.Op(nil), r.updates...)
+}
+
+// The observer sees the pod updates, the worker steps and every status;
+// the pod counts follow admission and the pod's end.
+func TestObserverAndPodCounts(t *testing.T) {
+	rec := &recorder{phases: map[types.UID]v1.PodPhase{}}
+	h := newObservedHarness(t, rec)
+	p := testPod("u1", "web", "")
+	h.send(podconfig.ADD, p)
+	h.eventually("the observer told the pod is Running", func() bool {
+		phase, syncs, _ := rec.seen("u1")
+		return phase == v1.PodRunning && syncs > 0
+	})
+	if _, _, ops := rec.seen("u1"); len(ops) == 0 || ops[0] != podconfig.ADD {
+		t.Errorf("updates seen = %v", ops)
+	}
+	n := h.eng.PodCounts()
+	if n.Desired != [2]int{0, 1} || n.Active != [2]int{0, 1} || n.Mirror != 0 {
+		t.Errorf("counts with a running static pod = %+v", n)
+	}
+	if len(h.eng.RuntimePods()) == 0 {
+		t.Error("the runtime's pods are not shown (kubelet_running_pods)")
+	}
+	h.send(podconfig.REMOVE, p)
+	h.eventually("the pod gone from the counts", func() bool {
+		n := h.eng.PodCounts()
+		return n.Desired == [2]int{} && n.Active == [2]int{}
+	})
+}
+
+func scrapeRegistry(t *testing.T, r compbase.KubeRegistry) metricstest.Families {
+	t.Helper()
+	f, err := metricstest.ScrapeHandler(compbase.HandlerFor(r, compbase.HandlerOpts{}), "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// The started pods and containers counters follow the steps of a SyncPod
+// round, as upstream counts them.
+func TestCountStarts(t *testing.T) {
+	r := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	pod := &v1.Pod{Spec: v1.PodSpec{InitContainers: []v1.Container{{Name: "init"}}, Containers: []v1.Container{{Name: "app"}, {Name: "side"}}}}
+	res := container.SyncResult{Steps: []container.StepResult{
+		{Action: container.ActionCreateSandbox},
+		{Action: container.ActionCreateSandbox, Err: errors.New("cni")},
+		{Action: container.ActionStartInit, Container: "init"},
+		{Action: container.ActionStart, Container: "app"},
+		{Action: container.ActionPull, Container: "side", Err: errors.New("no"), Reason: images.ReasonErrImagePull},
+		// Held back by crash-loop back-off: nothing was tried.
+		{Action: container.ActionStart, Container: "app", Err: errors.New("back-off"), Reason: kuberuntime.ReasonCrashLoopBackOff},
+		{Action: container.ActionKill, Container: "app"},
+	}}
+	before := scrapeRegistry(t, r)
+	countStarts(pod, res)
+	after := scrapeRegistry(t, r)
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		delta  float64
+	}{
+		{"kubelet_started_pods_total", nil, 2},
+		{"kubelet_started_pods_errors_total", nil, 1},
+		{"kubelet_started_containers_total", map[string]string{"container_type": "container"}, 2},
+		{"kubelet_started_containers_total", map[string]string{"container_type": "init_container"}, 1},
+		{"kubelet_started_containers_errors_total", map[string]string{"container_type": "container", "code": "ErrImagePull"}, 1},
+		{"kubelet_started_containers_errors_total", map[string]string{"code": kuberuntime.ReasonCrashLoopBackOff}, 0},
+	} {
+		if d := after.Sum(tc.name, tc.labels) - before.Sum(tc.name, tc.labels); d != tc.delta {
+			t.Errorf("%s%v grew by %v, want %v", tc.name, tc.labels, d, tc.delta)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package nodeset
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
+	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
+	"github.com/gokubelet/kubelet/pkg/node"
+	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+)
+
+const vnFile = `apiVersion: gokubelet.io/v1alpha1
+kind: VirtualNodes
+instance: unit
+nodes:
+- {name: vn-a, provider: mock, port: 10260}
+`
+
+const vnB = `- {name: vn-b, provider: mock, port: 10261}
+`
+
+func waitUntil(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last seen: %s", what, seen)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The virtual nodes follow their file: at start, a node of this instance
+// the file no longer lists is deleted; the listed ones register and run
+// pods; a node taken out of the file is drained and deleted while the
+// other one runs on.
+func TestVirtualNodesFollowTheFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vn.yaml")
+	if err := os.WriteFile(path, []byte(vnFile+vnB), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := virtualnodes.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vn-old", UID: "old", Labels: map[string]string{virtualnodes.LabelInstance: "unit"}}}
+	foreign := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vn-foreign", UID: "f", Labels: map[string]string{virtualnodes.LabelInstance: "other"}}}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "pod-uid"},
+		Spec: v1.PodSpec{NodeName: "vn-b", Containers: []v1.Container{{Name: "c", Image: "i"}}}}
+	client := fake.NewClientset(stale, foreign, pod)
+	var n atomic.Int64
+	client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && o.GetUID() == "" {
+			o.SetUID(types.UID(fmt.Sprintf("uid-%d", n.Add(1))))
+		}
+		return false, nil, nil
+	})
+	s := &kubeletconfig.Settings{Config: kubeletconfig.NewDefaultConfig(), KubeconfigPath: "/unused",
+		VirtualNodesConfigFile: path, VirtualNodes: cfg}
+	v, err := New(s, []string{"192.0.2.1"}, "v0.0.0-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.newClients = func(string) (*node.Clients, error) { return &node.Clients{Kube: client, Events: client}, nil }
+	v.watchInterval = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- v.Start(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+
+	getNode := func(name string) (*v1.Node, error) {
+		return client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	}
+	for _, name := range []string{"vn-a", "vn-b"} {
+		waitUntil(t, name+" registered Ready", func() (bool, string) {
+			n, err := getNode(name)
+			if err != nil {
+				return false, err.Error()
+			}
+			return nodestatus.IsReady(n), fmt.Sprint(n.Status.Conditions)
+		})
+	}
+	if _, err := getNode("vn-old"); !apierrors.IsNotFound(err) {
+		t.Errorf("the stale node of this instance: %v, want deleted", err)
+	}
+	if _, err := getNode("vn-foreign"); err != nil {
+		t.Errorf("another instance's node was touched: %v", err)
+	}
+	a, _ := getNode("vn-a")
+	if a.Labels["type"] != "virtual-kubelet" || a.Labels[virtualnodes.LabelInstance] != "unit" ||
+		a.Status.DaemonEndpoints.KubeletEndpoint.Port != 10260 || a.Status.Addresses[0].Address != "192.0.2.1" {
+		t.Errorf("vn-a = labels %v port %d addresses %v", a.Labels, a.Status.DaemonEndpoints.KubeletEndpoint.Port, a.Status.Addresses)
+	}
+	waitUntil(t, "the pod Running on vn-b", func() (bool, string) {
+		p, err := client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == v1.PodRunning, string(p.Status.Phase)
+	})
+	streams := v.Streams("vn-b")
+	if streams == nil {
+		t.Fatal("no streams for vn-b")
+	}
+	running, err := v.RunningPods(context.Background())
+	if err != nil || len(running) != 1 {
+		t.Fatalf("running pods = %d, %v", len(running), err)
+	}
+
+	// Take vn-b out of the file.
+	if err := os.WriteFile(path, []byte(vnFile), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "vn-b deleted", func() (bool, string) {
+		_, err := getNode("vn-b")
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	if _, err := getNode("vn-a"); err != nil {
+		t.Errorf("vn-a went too: %v", err)
+	}
+	if _, err := client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(context.Background(), "vn-b", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("vn-b's lease: %v", err)
+	}
+	if running, err := v.RunningPods(context.Background()); err != nil || len(running) != 0 {
+		t.Errorf("after removal the providers still run %d pods (%v): vn-b was not drained", len(running), err)
+	}
+	if v.Streams("vn-b") != nil {
+		t.Error("a removed node still has streams")
+	}
+	if err := v.HealthCheck(); err != nil {
+		t.Errorf("health: %v", err)
+	}
+}
+
+// An unknown provider fails the start clearly.
+func TestVirtualNodesUnknownProvider(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vn.yaml")
+	body := "apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nnodes:\n- {name: x, provider: nimbus, port: 1}\n"
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := virtualnodes.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(&kubeletconfig.Settings{Config: kubeletconfig.NewDefaultConfig(), VirtualNodesConfigFile: path, VirtualNodes: cfg}, nil, "v0.0.0-test")
+	if err == nil || !strings.Contains(err.Error(), `unknown provider "nimbus"`) {
+		t.Errorf("err = %v", err)
+	}
+}

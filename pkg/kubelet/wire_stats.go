@@ -1,0 +1,76 @@
+package kubelet
+
+// The assembly of the kubelet's monitoring: the pod startup timeline (fed
+// by the CRI decorator in kuberuntime and the engine's Observer hooks),
+// the Summary API provider, the metrics registries and the routes that
+// serve them on the kubelet API and the read-only port. The logic lives in
+// pkg/pod/timeline, pkg/stats, pkg/metrics and pkg/server/monitoring.
+//
+// Wiring (run.go): the timeline before the runtime (kuberuntime's
+// CRIObserver) and the engine (cri.Deps.Observer); monitoringRoutes once
+// both exist, before the servers are bound.
+
+import (
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
+	"github.com/gokubelet/kubelet/pkg/engine/cri"
+	"github.com/gokubelet/kubelet/pkg/metrics"
+	"github.com/gokubelet/kubelet/pkg/node"
+	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
+	"github.com/gokubelet/kubelet/pkg/pod/timeline"
+	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
+	"github.com/gokubelet/kubelet/pkg/server"
+	"github.com/gokubelet/kubelet/pkg/server/monitoring"
+	"github.com/gokubelet/kubelet/pkg/stats"
+)
+
+// The startup timeline hears the engine's pods.
+var _ cri.Observer = (*timeline.Tracker)(nil)
+
+// monitoringRoutes builds the stats provider and the registries (nothing
+// is collected until asked) and returns the routes serving them. podParent
+// names a pod's cgroup as the node's cgroup manager creates it.
+func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntime.Manager, eng *cri.Engine, tl *timeline.Tracker,
+	m machineinfo.Info, podParent func(*v1.Pod) string) []server.Route {
+	cfg := s.Config
+	provider := stats.New(stats.Options{
+		NodeName:   s.NodeName,
+		RootDir:    s.RootDir,
+		PodLogsDir: cfg.PodLogsDir,
+		Runtime:    rt.RuntimeService(),
+		Images:     rt.ImageService(),
+		Pods:       eng.RuntimePods,
+		PodCgroup: func(uid types.UID) (string, bool) {
+			p, ok := core.Pods().Get(uid)
+			if !ok {
+				return "", false
+			}
+			return podParent(p), true
+		},
+		VolumePeriod:   cfg.VolumeStatsAggPeriod.Duration,
+		CgroupDriver:   cfg.CgroupDriver,
+		CgroupRoot:     cfg.CgroupRoot,
+		MemoryCapacity: uint64(m.MemoryCapacityBytes),
+		NumCPU:         m.NumCPU,
+		BootID:         m.BootID,
+		MachineID:      m.MachineID,
+		SystemUUID:     m.SystemUUID,
+	})
+	routes := monitoring.Routes(monitoring.Options{
+		Summary:  provider,
+		Timeline: tl,
+		Kubelet: metrics.NewKubeletRegistry(metrics.KubeletOptions{
+			NodeName: s.NodeName, CgroupVersion: provider.CgroupVersion(), Running: eng.RuntimePods, Pods: eng.PodCounts,
+		}),
+		Probes:   metrics.NewProbesRegistry(),
+		Resource: stats.NewResourceRegistry(provider),
+		Cadvisor: stats.NewCadvisorRegistry(provider),
+	})
+	for _, r := range routes {
+		klog.V(2).InfoS("Monitoring endpoint ready", "path", r.Path, "subresource", r.Subresource)
+	}
+	return routes
+}

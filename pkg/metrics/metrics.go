@@ -1,0 +1,347 @@
+// Package metrics defines the kubelet's Prometheus metrics, with the
+// upstream kubelet's names and labels wherever the meaning is the same, on
+// component-base's metrics library.
+//
+// The metrics are package variables, as upstream's are, so that the parts of
+// the kubelet that feed them do so with one-line calls
+// (metrics.PLEGRelistDuration.Observe(...)). They are not registered in any
+// process-global registry: NewKubeletRegistry and NewProbesRegistry build
+// registries owned by the kubelet, served on /metrics and /metrics/probes.
+// Until a metric is registered its methods do nothing, so code and tests
+// that run without a registry pay nothing.
+//
+// docs/metrics.md lists every metric, what it means here and what is not
+// provided.
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/component-base/metrics"
+)
+
+// Subsystems and label values shared with upstream.
+const (
+	KubeletSubsystem = "kubelet"
+	ProberSubsystem  = "prober"
+
+	// container_type label values.
+	Container          = "container"
+	InitContainer      = "init_container"
+	EphemeralContainer = "ephemeral_container"
+)
+
+// Histogram buckets. The pod startup and image pull buckets are upstream's
+// boundaries, so SLO queries (e.g. "99% under 5s") read the same here.
+var (
+	podStartupBuckets = []float64{0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+	imagePullBuckets  = []float64{1, 5, 10, 20, 30, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600}
+	// phaseBuckets start lower than podStartupBuckets: single phases of a
+	// pod start (admission, sandbox) often take milliseconds.
+	phaseBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 10, 20, 30, 60, 120, 300, 600, 1800, 3600}
+)
+
+var (
+	// NodeName is 1, labelled with the node's name.
+	NodeName = metrics.NewGaugeVec(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "node_name",
+		Help:           "The name of this node, as the value of label node; always 1.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"node"})
+
+	// PodWorkerDuration is the duration of one pod worker step, by
+	// operation_type: create (the pod's first sync), sync, kill
+	// (terminating), terminated (cleanup).
+	PodWorkerDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "pod_worker_duration_seconds",
+		Help:           "Seconds one pod worker step took, by operation type (create, sync, kill, terminated).",
+		Buckets:        metrics.DefBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"operation_type"})
+
+	// PodWorkerStartDuration is the time from the kubelet first seeing a
+	// pod to its worker's first sync.
+	PodWorkerStartDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "pod_worker_start_duration_seconds",
+		Help:           "Seconds from the kubelet first seeing a pod to its pod worker starting on it.",
+		Buckets:        metrics.DefBuckets,
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// ContainersPerPodCount is the number of app containers of each pod a
+	// worker starts on.
+	ContainersPerPodCount = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "containers_per_pod_count",
+		Help:           "Number of containers in the pods the kubelet starts.",
+		Buckets:        metrics.ExponentialBuckets(1, 2, 5),
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// PodStartDuration is the time from the kubelet first seeing a pod to
+	// the pod's phase first being Running.
+	PodStartDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "pod_start_duration_seconds",
+		Help:           "Seconds from the kubelet first seeing a pod to the pod running.",
+		Buckets:        podStartupBuckets,
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// PodStartSLIDuration is the pod startup latency SLI: from the pod's
+	// creation timestamp to the kubelet seeing, on its watch, every
+	// container reported started, minus the time spent pulling images.
+	PodStartSLIDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "pod_start_sli_duration_seconds",
+		Help:           "Seconds from pod creation to every container reported started and seen on the watch, not counting image pulls.",
+		Buckets:        podStartupBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{})
+
+	// PodStartTotalDuration is PodStartSLIDuration with image pulls
+	// included.
+	PodStartTotalDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "pod_start_total_duration_seconds",
+		Help:           "Seconds from pod creation to every container reported started and seen on the watch, image pulls included.",
+		Buckets:        podStartupBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{})
+
+	// FirstNetworkPodStartSLIDuration is the SLI duration of the first
+	// pod-network (not host-network) pod this kubelet started.
+	FirstNetworkPodStartSLIDuration = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "first_network_pod_start_sli_duration_seconds",
+		Help:           "Pod start SLI duration, in seconds, of the first pod on the pod network this kubelet started.",
+		StabilityLevel: metrics.INTERNAL,
+	})
+
+	// PodStartupPhaseDuration is this kubelet's own breakdown of a pod's
+	// startup, one observation per phase per pod (see docs/metrics.md and
+	// the timeline endpoint): admission, sandbox, image_pull, containers,
+	// readiness, api_report.
+	PodStartupPhaseDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "pod_startup_phase_duration_seconds",
+		Help:           "Seconds a starting pod spent in each phase (admission, sandbox, image_pull, containers, readiness, api_report); not an upstream metric.",
+		Buckets:        phaseBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"phase"})
+
+	// PLEGRelistDuration is how long one relist of the runtime took.
+	PLEGRelistDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "pleg_relist_duration_seconds",
+		Help:           "Seconds one PLEG relist of the runtime took.",
+		Buckets:        metrics.DefBuckets,
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// PLEGRelistInterval is the time between the starts of two relists.
+	PLEGRelistInterval = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "pleg_relist_interval_seconds",
+		Help:           "Seconds between the starts of two PLEG relists.",
+		Buckets:        metrics.DefBuckets,
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// PLEGLastSeen is the unix time of the last successful relist.
+	PLEGLastSeen = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "pleg_last_seen_seconds",
+		Help:           "Unix time, in seconds, of the PLEG's last successful relist.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// PLEGDiscardEvents counts events dropped because the PLEG's channel
+	// was full.
+	PLEGDiscardEvents = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "pleg_discard_events",
+		Help:           "Number of PLEG events dropped because the event channel was full.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// RuntimeOperations counts CRI calls by operation_type.
+	RuntimeOperations = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "runtime_operations_total",
+		Help:           "Number of container runtime (CRI) calls, by operation type.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"operation_type"})
+
+	// RuntimeOperationsDuration is the duration of CRI calls by
+	// operation_type.
+	RuntimeOperationsDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "runtime_operations_duration_seconds",
+		Help:           "Seconds container runtime (CRI) calls took, by operation type.",
+		Buckets:        metrics.ExponentialBuckets(.005, 2.5, 14),
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"operation_type"})
+
+	// RuntimeOperationsErrors counts failed CRI calls by operation_type.
+	RuntimeOperationsErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "runtime_operations_errors_total",
+		Help:           "Number of container runtime (CRI) calls that failed, by operation type.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"operation_type"})
+
+	// RunPodSandboxDuration is the duration of RunPodSandbox by runtime
+	// handler ("" is the default handler).
+	RunPodSandboxDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "run_podsandbox_duration_seconds",
+		Help:           "Seconds RunPodSandbox took, by runtime handler.",
+		Buckets:        metrics.DefBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"runtime_handler"})
+
+	// RunPodSandboxErrors counts failed RunPodSandbox calls by runtime
+	// handler.
+	RunPodSandboxErrors = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "run_podsandbox_errors_total",
+		Help:           "Number of RunPodSandbox calls that failed, by runtime handler.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"runtime_handler"})
+
+	// Evictions counts pod evictions by eviction signal. Defined for
+	// dashboards; nothing evicts yet.
+	Evictions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "evictions",
+		Help:           "Number of pods evicted, by eviction signal.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"eviction_signal"})
+
+	// RestartedPodTotal counts pods started again under a UID the kubelet
+	// had already run and removed (a static pod manifest put back).
+	RestartedPodTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "restarted_pods_total",
+		Help:           "Number of pods started again with the UID of a pod this kubelet had already terminated and removed; static is true for static pods.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"static"})
+
+	// StartedPodsTotal counts pod sandboxes the kubelet tried to create.
+	StartedPodsTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "started_pods_total",
+		Help:           "Number of pod sandboxes the kubelet tried to start.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// StartedPodsErrorsTotal counts failed sandbox creations.
+	StartedPodsErrorsTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "started_pods_errors_total",
+		Help:           "Number of pod sandboxes that failed to start.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// StartedContainersTotal counts containers the kubelet tried to start
+	// (after any crash-loop back-off), by container_type.
+	StartedContainersTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "started_containers_total",
+		Help:           "Number of containers the kubelet tried to start, by container type.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"container_type"})
+
+	// StartedContainersErrorsTotal counts failed container starts by
+	// container_type and code (the waiting reason: ErrImagePull,
+	// CreateContainerError, RunContainerError, ...).
+	StartedContainersErrorsTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "started_containers_errors_total",
+		Help:           "Number of container starts that failed, by container type and reason code.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"container_type", "code"})
+
+	// ImagePullDuration is the duration of successful image pulls, by
+	// the pulled image's size bucket.
+	ImagePullDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "image_pull_duration_seconds",
+		Help:           "Seconds a successful image pull took, by image size bucket.",
+		Buckets:        imagePullBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"image_size_in_bytes"})
+
+	// CgroupVersion is the cgroup version of the host (1 or 2).
+	CgroupVersion = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "cgroup_version",
+		Help:           "The host's cgroup version (1 or 2).",
+		StabilityLevel: metrics.ALPHA,
+	})
+)
+
+// kubeletMetrics are the metrics served on /metrics.
+func kubeletMetrics() []metrics.Registerable {
+	return []metrics.Registerable{
+		NodeName, PodWorkerDuration, PodWorkerStartDuration, ContainersPerPodCount,
+		PodStartDuration, PodStartSLIDuration, PodStartTotalDuration, FirstNetworkPodStartSLIDuration,
+		PodStartupPhaseDuration,
+		PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PLEGDiscardEvents,
+		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
+		RunPodSandboxDuration, RunPodSandboxErrors,
+		Evictions, RestartedPodTotal,
+		StartedPodsTotal, StartedPodsErrorsTotal, StartedContainersTotal, StartedContainersErrorsTotal,
+		ImagePullDuration, CgroupVersion,
+	}
+}
+
+// KubeletOptions are what /metrics needs from the running kubelet.
+type KubeletOptions struct {
+	// NodeName sets kubelet_node_name.
+	NodeName string
+	// CgroupVersion sets kubelet_cgroup_version when non-zero.
+	CgroupVersion int
+	// Running, when set, feeds kubelet_running_pods and
+	// kubelet_running_containers at scrape time.
+	Running RunningSource
+	// Pods, when set, feeds kubelet_desired_pods, kubelet_active_pods and
+	// kubelet_mirror_pods at scrape time.
+	Pods PodCountSource
+}
+
+// NewKubeletRegistry returns the registry served on /metrics: the
+// kubelet's metrics, the running pods and containers, and the Go runtime
+// and process collectors.
+func NewKubeletRegistry(o KubeletOptions) metrics.KubeRegistry {
+	r := metrics.NewKubeRegistry()
+	r.MustRegister(kubeletMetrics()...)
+	if o.Running != nil {
+		r.CustomMustRegister(newRunningCollector(o.Running))
+	}
+	if o.Pods != nil {
+		r.CustomMustRegister(&podCountCollector{source: o.Pods})
+	}
+	r.RawMustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if o.NodeName != "" {
+		NodeName.WithLabelValues(o.NodeName).Set(1)
+	}
+	if o.CgroupVersion > 0 {
+		CgroupVersion.Set(float64(o.CgroupVersion))
+	}
+	return r
+}
+
+// SinceInSeconds is the time since start in seconds.
+func SinceInSeconds(start time.Time) float64 { return time.Since(start).Seconds() }
+
+// ImageSizeBucket is the image_size_in_bytes label of an image of the given
+// size: upstream's buckets ("0-10MB", "10MB-100MB", ... "GT100GB"), "N/A"
+// when the size is unknown.
+func ImageSizeBucket(size uint64) string {
+	const mb, gb = 1 << 20, 1 << 30
+	if size == 0 {
+		return "N/A"
+	}
+	bounds := []struct {
+		above uint64
+		label string
+	}{
+		{100 * gb, "GT100GB"},
+		{60 * gb, "60GB-100GB"},
+		{40 * gb, "40GB-60GB"},
+		{30 * gb, "30GB-40GB"},
+		{20 * gb, "20GB-30GB"},
+		{10 * gb, "10GB-20GB"},
+		{5 * gb, "5GB-10GB"},
+		{1 * gb, "1GB-5GB"},
+		{500 * mb, "500MB-1GB"},
+		{100 * mb, "100MB-500MB"},
+		{10 * mb, "10MB-100MB"},
+	}
+	for _, b := range bounds {
+		if size > b.above {
+			return b.label
+		}
+	}
+	return "0-10MB"
+}

@@ -1,0 +1,99 @@
+package kubernetes
+
+import (
+	"context"
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/gokubelet/kubelet/pkg/provider"
+)
+
+// summedResources are the resources a virtual node's capacity adds up.
+var summedResources = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods, v1.ResourceEphemeralStorage}
+
+// NodeStatus reports the target cluster as one node: the sum of the
+// allocatable of the nodes a copy can land on, Ready while the target is
+// synced and has such a node.
+func (p *Provider) NodeStatus(context.Context) (provider.NodeStatus, error) {
+	p.mu.Lock()
+	version := p.version
+	p.mu.Unlock()
+	st := provider.NodeStatus{
+		Labels:   map[string]string{"gokubelet.io/provider": Type},
+		NodeInfo: v1.NodeSystemInfo{OSImage: "gokubelet kubernetes provider", ContainerRuntimeVersion: Type + "://" + version},
+	}
+	if version == "" {
+		st.NodeInfo.ContainerRuntimeVersion = Type + "://unknown"
+	}
+	if !p.nodeInformer.HasSynced() {
+		st.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "TargetNotSynced",
+			Message: "the target cluster's nodes are not known yet (is it reachable?)"}}
+		return st, nil
+	}
+	nodes, err := p.nodes.List(labels.Everything())
+	if err != nil {
+		return st, err
+	}
+	capacity, n, sample := Capacity(nodes)
+	st.Capacity = capacity
+	if sample != nil {
+		st.NodeInfo.OperatingSystem = sample.Status.NodeInfo.OperatingSystem
+		st.NodeInfo.Architecture = sample.Status.NodeInfo.Architecture
+		st.NodeInfo.KernelVersion = sample.Status.NodeInfo.KernelVersion
+	}
+	if n == 0 {
+		st.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "NoTargetNodes",
+			Message: fmt.Sprintf("the target cluster has no Ready, schedulable node without the %s taint", taintKey)}}
+	}
+	return st, nil
+}
+
+// Capacity sums the allocatable of the nodes a copy can land on: Ready,
+// schedulable, without a NoSchedule/NoExecute virtual node taint (so a
+// virtual node is never counted, by itself or another). It returns the
+// sum, how many nodes counted and one of them.
+func Capacity(nodes []*v1.Node) (v1.ResourceList, int, *v1.Node) {
+	sum := v1.ResourceList{}
+	for _, r := range summedResources {
+		sum[r] = *resource.NewQuantity(0, resource.DecimalSI)
+	}
+	count := 0
+	var sample *v1.Node
+	for _, n := range nodes {
+		if !eligible(n) {
+			continue
+		}
+		count++
+		if sample == nil {
+			sample = n
+		}
+		for _, r := range summedResources {
+			if q, ok := n.Status.Allocatable[r]; ok {
+				s := sum[r]
+				s.Add(q)
+				sum[r] = s
+			}
+		}
+	}
+	return sum, count, sample
+}
+
+func eligible(n *v1.Node) bool {
+	if n.Spec.Unschedulable {
+		return false
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == taintKey && (t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute) {
+			return false
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}

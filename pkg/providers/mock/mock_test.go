@@ -1,0 +1,125 @@
+package mock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gokubelet/kubelet/pkg/errdefs"
+	"github.com/gokubelet/kubelet/pkg/provider"
+	"github.com/gokubelet/kubelet/pkg/provider/providertest"
+)
+
+func fast() Config {
+	return Config{StartDelay: metav1.Duration{Duration: 10 * time.Millisecond}, StopDelay: metav1.Duration{Duration: 20 * time.Millisecond}}
+}
+
+func TestConformance(t *testing.T) {
+	providertest.Run(t, providertest.Harness{
+		New:     func(t *testing.T, node string) provider.Provider { return NewWithConfig(node, fast()) },
+		Timeout: 10 * time.Second,
+	})
+}
+
+// The polled variant passes the suite too, and offers no notifier.
+func TestConformancePolled(t *testing.T) {
+	p, err := New(context.Background(), provider.InitConfig{NodeName: "n", Config: []byte(`{"notifier": false, "startDelay": "10ms"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.(provider.PodNotifier); ok {
+		t.Fatal("notifier: false must give a provider without NotifyPods")
+	}
+	providertest.Run(t, providertest.Harness{
+		New: func(t *testing.T, node string) provider.Provider {
+			p, _ := New(context.Background(), provider.InitConfig{NodeName: node, Config: []byte(`{"notifier": false, "startDelay": "10ms"}`)})
+			return p
+		},
+		Timeout: 10 * time.Second,
+	})
+}
+
+func TestParseConfig(t *testing.T) {
+	for name, tc := range map[string]struct {
+		raw  string
+		want string
+	}{
+		"unknown field":  {`{"startDelay": "1s", "bogus": 1}`, "bogus"},
+		"bad rate":       {`{"failureRate": {"create": 1.5}}`, "failureRate.create"},
+		"bad class":      {`{"failureClass": "sometimes"}`, "failureClass"},
+		"bad capacity":   {`{"capacity": {"cpu": "lots"}}`, "capacity[cpu]"},
+		"negative delay": {`{"stopDelay": "-1s"}`, "stopDelay"},
+	} {
+		_, err := ParseConfig([]byte(tc.raw))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want one naming %q", name, err, tc.want)
+		}
+	}
+	c, err := ParseConfig(nil)
+	if err != nil || c.FailureClass != ClassRetryable {
+		t.Errorf("defaults: %+v %v", c, err)
+	}
+}
+
+// Injected failures carry the configured class and keep their cause.
+func TestInjectedFailureClasses(t *testing.T) {
+	for class, is := range map[string]func(error) bool{ClassRetryable: errdefs.IsRetryable, ClassInvalid: errdefs.IsInvalid, ClassTerminal: errdefs.IsTerminal} {
+		c := fast()
+		c.FailureRate.Create, c.FailureClass = 1, class
+		p := NewWithConfig("n", c)
+		err := p.CreatePod(context.Background(), &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "d", UID: "u"}})
+		if !is(err) || !errors.Is(err, ErrInjected) {
+			t.Errorf("class %s: %v", class, err)
+		}
+	}
+}
+
+// A pod that exits acts out its restart policy.
+func TestExitAnnotations(t *testing.T) {
+	p := NewWithConfig("n", fast())
+	mk := func(name string, policy v1.RestartPolicy, code string) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "d", UID: types.UID("uid-" + name),
+				Annotations: map[string]string{AnnotationExitAfter: "20ms", AnnotationExitCode: code}},
+			Spec: v1.PodSpec{RestartPolicy: policy, Containers: []v1.Container{{Name: "c", Image: "i"}}},
+		}
+	}
+	ctx := context.Background()
+	for _, pod := range []*v1.Pod{mk("never-ok", v1.RestartPolicyNever, "0"), mk("never-bad", v1.RestartPolicyNever, "2"), mk("always", v1.RestartPolicyAlways, "1")} {
+		if err := p.CreatePod(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(name string, ok func(*v1.Pod) bool) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			got, err := p.GetPod(ctx, "d", name)
+			if err == nil && ok(got) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: last %+v %v", name, got, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	wait("never-ok", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
+	wait("never-bad", func(p *v1.Pod) bool {
+		return p.Status.Phase == v1.PodFailed && p.Status.ContainerStatuses[0].State.Terminated.ExitCode == 2
+	})
+	wait("always", func(p *v1.Pod) bool {
+		cs := p.Status.ContainerStatuses[0]
+		return p.Status.Phase == v1.PodRunning && cs.RestartCount >= 1 && cs.LastTerminationState.Terminated != nil
+	})
+	bad := mk("bad", v1.RestartPolicyNever, "x")
+	if err := p.CreatePod(ctx, bad); !errdefs.IsInvalid(err) {
+		t.Errorf("a bad exit-code annotation: %v, want invalid", err)
+	}
+}

@@ -1,0 +1,472 @@
+package logs
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// Options say which part of a log to return and how; they are
+// v1.PodLogOptions resolved against the time of the request.
+type Options struct {
+	// Follow keeps streaming new lines until the container stops or the
+	// context ends.
+	Follow bool
+	// TailLines, when >= 0, starts with the last TailLines lines.
+	TailLines int64
+	// Since, when not zero, leaves out lines older than it.
+	Since time.Time
+	// Timestamps prefixes each line with its RFC3339Nano time and a space.
+	Timestamps bool
+	// LimitBytes, when > 0, stops after that many bytes of output.
+	LimitBytes int64
+}
+
+// NewOptions resolves PodLogOptions at time now (sinceSeconds is relative
+// to it). Previous and Container are the caller's business.
+func NewOptions(o *v1.PodLogOptions, now time.Time) Options {
+	opts := Options{TailLines: -1}
+	if o == nil {
+		return opts
+	}
+	opts.Follow = o.Follow
+	opts.Timestamps = o.Timestamps
+	if o.TailLines != nil {
+		opts.TailLines = *o.TailLines
+	}
+	if o.SinceSeconds != nil {
+		opts.Since = now.Add(-time.Duration(*o.SinceSeconds) * time.Second)
+	} else if o.SinceTime != nil {
+		opts.Since = o.SinceTime.Time
+	}
+	if o.LimitBytes != nil {
+		opts.LimitBytes = *o.LimitBytes
+	}
+	return opts
+}
+
+// followPoll bounds how long a follower waits without a file event before
+// it checks the file and the container again (inotify can miss a rotation
+// done by another mount namespace).
+var followPoll = time.Second
+
+// errLimit ends a read once LimitBytes are written.
+var errLimit = errors.New("log byte limit reached")
+
+// RotatedFiles returns the rotated predecessors of the log file at path,
+// oldest first: siblings named <path>.<suffix> (upstream names them
+// <n>.log.<YYYYMMDD-hhmmss>, compressed ones end in .gz), without the
+// temporary files of a rotation in progress (.tmp).
+func RotatedFiles(path string) ([]string, error) {
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return nil, err
+	}
+	prefix := filepath.Base(path) + "."
+	var out []string
+	for _, e := range entries {
+		n := e.Name()
+		if !e.Type().IsRegular() || !strings.HasPrefix(n, prefix) || strings.HasSuffix(n, ".tmp") {
+			continue
+		}
+		out = append(out, filepath.Join(filepath.Dir(path), n))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Read writes the log of one container instance, whose current file is
+// path, to stdout and stderr by the stream of each line; a nil writer
+// leaves that stream out. Rotated files come first. With opts.Follow it
+// then streams what is appended, across rotations of the file, until the
+// context ends or alive reports that the container has stopped (then the
+// rest of the file is written). alive may be nil when not following.
+func Read(ctx context.Context, path string, opts Options, stdout, stderr io.Writer, alive func() bool) error {
+	w := &writer{out: map[Stream]io.Writer{Stdout: stdout, Stderr: stderr}, opts: opts, remaining: opts.LimitBytes}
+	err := read(ctx, path, opts, w, alive)
+	if errors.Is(err, errLimit) {
+		return nil
+	}
+	return err
+}
+
+func read(ctx context.Context, path string, opts Options, w *writer, alive func() bool) error {
+	rotated, err := RotatedFiles(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	var tail *ring
+	if opts.TailLines >= 0 {
+		tail = &ring{max: int(opts.TailLines)}
+	}
+	h := &history{w: w, tail: tail}
+	for _, f := range rotated {
+		if err := h.readFile(f); err != nil {
+			// A rotated file can be compressed or removed while we read:
+			// what it held is lost to this request, not the whole log.
+			klog.V(4).InfoS("Skipping a rotated log file", "path", f, "err", err)
+		}
+	}
+	cur, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) && len(rotated) > 0 && !opts.Follow {
+			return h.finish()
+		}
+		return err
+	}
+	defer func() { cur.Close() }()
+	r := bufio.NewReader(cur)
+	if err := h.scan(r, false); err != nil {
+		return err
+	}
+	if err := h.finish(); err != nil || !opts.Follow {
+		return err
+	}
+	return follow(ctx, path, cur, r, h, alive)
+}
+
+// history reads complete log content before a follow starts; with a tail
+// it keeps the last lines and writes them at the end.
+type history struct {
+	w    *writer
+	tail *ring
+	j    joiner
+	// partial holds a physical line read without its newline (still being
+	// written); it is completed by the next read.
+	partial []byte
+}
+
+func (h *history) readFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		gz, err := gzip.NewReader(f)
+		if err != nil {
+			return err
+		}
+		defer gz.Close()
+		r = gz
+	}
+	return h.scan(bufio.NewReader(r), true)
+}
+
+// scan reads physical lines until EOF. A last line without a newline is
+// taken as a line when complete is true (a rotated file will not grow),
+// else kept for the next scan.
+func (h *history) scan(r *bufio.Reader, complete bool) error {
+	for {
+		b, err := r.ReadBytes('\n')
+		if len(b) > 0 {
+			if len(h.partial) > 0 {
+				b = append(h.partial, b...)
+				h.partial = nil
+			}
+			if b[len(b)-1] == '\n' || complete {
+				if werr := h.line(b); werr != nil {
+					return werr
+				}
+			} else {
+				h.partial = append([]byte(nil), b...)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func (h *history) line(b []byte) error {
+	m, err := ParseLine(b)
+	if err != nil {
+		klog.V(4).InfoS("Skipping a malformed log line", "err", err)
+		return nil
+	}
+	if h.tail == nil {
+		return h.w.message(m)
+	}
+	// Partial messages are joined so that the tail counts whole lines.
+	if l, ok := h.j.add(m); ok && h.w.wants(l.Stream, l.Time) {
+		h.tail.push(l)
+	}
+	return nil
+}
+
+// finish writes the kept tail. Lines still incomplete are written too, as
+// far as they go: the log ended there, or a follower continues them.
+func (h *history) finish() error {
+	if h.tail == nil {
+		return nil
+	}
+	for _, l := range h.tail.lines() {
+		if err := h.w.line(l); err != nil {
+			return err
+		}
+	}
+	for _, l := range h.j.flush() {
+		if !h.w.wants(l.Stream, l.Time) {
+			h.w.skip[l.Stream] = true
+			h.w.mid[l.Stream] = true
+			continue
+		}
+		if err := h.w.line(l); err != nil {
+			return err
+		}
+	}
+	h.tail = nil
+	return nil
+}
+
+// follow streams what is appended to the file at path, reopening it when
+// it is rotated (renamed and recreated) or truncated.
+func follow(ctx context.Context, path string, cur *os.File, r *bufio.Reader, h *history, alive func() bool) error {
+	watcher, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watching the log: %w", err)
+	}
+	defer watcher.Close()
+	if err := watcher.Add(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("watching the log directory: %w", err)
+	}
+	timer := time.NewTimer(followPoll)
+	defer timer.Stop()
+	for {
+		if err := h.scan(r, false); err != nil {
+			return err
+		}
+		// At EOF: has the file been replaced or truncated?
+		switch st := fileState(cur, path); st {
+		case replaced:
+			// Drain what the old file got before it was renamed, then go
+			// on with the new one.
+			if err := h.scan(r, true); err != nil {
+				return err
+			}
+			next, err := os.Open(path)
+			if err == nil {
+				cur.Close()
+				cur = next
+				r.Reset(cur)
+				continue
+			}
+			if !os.IsNotExist(err) {
+				return err
+			}
+			// Not recreated yet: wait below.
+		case truncated:
+			if _, err := cur.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			r.Reset(cur)
+			h.partial = nil
+			continue
+		}
+		if alive != nil && !alive() {
+			// The container stopped: whatever it wrote is in the file now.
+			return h.scan(r, true)
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(followPoll)
+		// Where the reader stands and the byte it read last: a file
+		// truncated in place and written again past that point before the
+		// next look (copytruncate racing the writer) no longer has that
+		// byte there.
+		pos, last, marked := mark(cur)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case err, ok := <-watcher.Errors:
+			if ok {
+				klog.V(4).InfoS("Log watch error; polling", "path", path, "err", err)
+			}
+		case <-watcher.Events:
+		}
+		if marked && !stillThere(cur, pos, last) {
+			if _, err := cur.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			r.Reset(cur)
+			h.partial = nil
+		}
+	}
+}
+
+// mark returns the reader's position in the file and the byte before it.
+func mark(f *os.File) (int64, byte, bool) {
+	pos, err := f.Seek(0, io.SeekCurrent)
+	if err != nil || pos == 0 {
+		return 0, 0, false
+	}
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], pos-1); err != nil {
+		return 0, 0, false
+	}
+	return pos, b[0], true
+}
+
+// stillThere reports whether the byte before pos is still last (a file
+// cut shorter than pos has lost it).
+func stillThere(f *os.File, pos int64, last byte) bool {
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], pos-1); err != nil {
+		return false
+	}
+	return b[0] == last
+}
+
+type fileChange int
+
+const (
+	same fileChange = iota
+	replaced
+	truncated
+)
+
+func fileState(cur *os.File, path string) fileChange {
+	st, err := os.Stat(path)
+	if err != nil {
+		return replaced
+	}
+	open, err := cur.Stat()
+	if err != nil {
+		return same
+	}
+	if !os.SameFile(st, open) {
+		return replaced
+	}
+	if pos, err := cur.Seek(0, io.SeekCurrent); err == nil && st.Size() < pos {
+		return truncated
+	}
+	return same
+}
+
+// ring keeps the last max lines.
+type ring struct {
+	max int
+	buf []Line
+}
+
+func (r *ring) push(l Line) {
+	if r.max == 0 {
+		return
+	}
+	if len(r.buf) == r.max {
+		copy(r.buf, r.buf[1:])
+		r.buf = r.buf[:len(r.buf)-1]
+	}
+	r.buf = append(r.buf, l)
+}
+
+func (r *ring) lines() []Line { return r.buf }
+
+// writer writes messages by stream with the options' timestamp prefix,
+// since filter and byte limit.
+type writer struct {
+	out       map[Stream]io.Writer
+	opts      Options
+	remaining int64
+	// mid is true for a stream whose current logical line has started;
+	// skip is true when that line is left out (too old).
+	mid  map[Stream]bool
+	skip map[Stream]bool
+}
+
+// wants reports whether a line of stream s starting at t is returned.
+func (w *writer) wants(s Stream, t time.Time) bool {
+	if w.out[s] == nil {
+		return false
+	}
+	return w.opts.Since.IsZero() || !t.Before(w.opts.Since)
+}
+
+func (w *writer) init() {
+	if w.mid == nil {
+		w.mid = map[Stream]bool{}
+		w.skip = map[Stream]bool{}
+	}
+}
+
+// message writes one CRI message, continuing a logical line when the
+// stream's previous message was partial.
+func (w *writer) message(m Message) error {
+	w.init()
+	if !w.mid[m.Stream] {
+		w.skip[m.Stream] = !w.wants(m.Stream, m.Time)
+		if !w.skip[m.Stream] && w.opts.Timestamps {
+			if err := w.write(m.Stream, []byte(m.Time.Format(time.RFC3339Nano)+" ")); err != nil {
+				return err
+			}
+		}
+	}
+	w.mid[m.Stream] = m.Partial
+	if w.skip[m.Stream] {
+		return nil
+	}
+	if err := w.write(m.Stream, m.Content); err != nil {
+		return err
+	}
+	if !m.Partial {
+		return w.write(m.Stream, []byte{'\n'})
+	}
+	return nil
+}
+
+// line writes a whole (joined) line; one without a final newline leaves
+// the stream mid-line.
+func (w *writer) line(l Line) error {
+	w.init()
+	prefix := []byte(nil)
+	if w.opts.Timestamps {
+		prefix = []byte(l.Time.Format(time.RFC3339Nano) + " ")
+	}
+	w.mid[l.Stream] = len(l.Content) == 0 || l.Content[len(l.Content)-1] != '\n'
+	w.skip[l.Stream] = false
+	return w.write(l.Stream, append(prefix, l.Content...))
+}
+
+func (w *writer) write(s Stream, b []byte) error {
+	out := w.out[s]
+	if out == nil || len(b) == 0 {
+		return nil
+	}
+	if w.opts.LimitBytes > 0 {
+		if w.remaining <= 0 {
+			return errLimit
+		}
+		if int64(len(b)) > w.remaining {
+			b = b[:w.remaining]
+		}
+		w.remaining -= int64(len(b))
+	}
+	if _, err := out.Write(b); err != nil {
+		return err
+	}
+	if w.opts.LimitBytes > 0 && w.remaining <= 0 {
+		return errLimit
+	}
+	return nil
+}

@@ -1,0 +1,237 @@
+package stats
+
+import (
+	"path"
+	"time"
+
+	"k8s.io/component-base/metrics"
+	"k8s.io/klog/v2"
+
+	"github.com/gokubelet/kubelet/pkg/stats/cgroups"
+)
+
+// /metrics/cadvisor: a cadvisor-compatible subset, read from the cgroups
+// of the node (id="/"), each pod (container="") and each running container,
+// with cadvisor's label set as the upstream kubelet exports it: container,
+// id (the cgroup path), image, name (the runtime's container ID),
+// namespace, pod. docs/metrics.md lists what is and is not provided.
+
+// cadvisorLabels are the labels of every container_* series, in order.
+var cadvisorLabels = []string{"container", "id", "image", "name", "namespace", "pod"}
+
+func withLabels(extra ...string) []string {
+	return append(append([]string{}, cadvisorLabels...), extra...)
+}
+
+func cdesc(name, help string, extra ...string) *metrics.Desc {
+	return metrics.NewDesc(name, help, withLabels(extra...), nil, metrics.ALPHA, "")
+}
+
+var (
+	cCPUTotal     = cdesc("container_cpu_usage_seconds_total", "Cumulative CPU time used, in seconds.", "cpu")
+	cCPUUser      = cdesc("container_cpu_user_seconds_total", "Cumulative user CPU time, in seconds.")
+	cCPUSystem    = cdesc("container_cpu_system_seconds_total", "Cumulative system CPU time, in seconds.")
+	cCFSPeriods   = cdesc("container_cpu_cfs_periods_total", "Number of elapsed CFS enforcement periods.")
+	cCFSThrottled = cdesc("container_cpu_cfs_throttled_periods_total", "Number of CFS periods the cgroup was throttled in.")
+	cCFSThrTime   = cdesc("container_cpu_cfs_throttled_seconds_total", "Total time the cgroup was throttled, in seconds.")
+	cMemUsage     = cdesc("container_memory_usage_bytes", "Memory used, page cache included, in bytes.")
+	cMemMax       = cdesc("container_memory_max_usage_bytes", "Highest memory use recorded, in bytes.")
+	cMemWS        = cdesc("container_memory_working_set_bytes", "Memory working set (usage less inactive file pages), in bytes.")
+	cMemRSS       = cdesc("container_memory_rss", "Anonymous and swap cache memory, in bytes.")
+	cMemCache     = cdesc("container_memory_cache", "Page cache memory, in bytes.")
+	cMemMapped    = cdesc("container_memory_mapped_file", "Memory-mapped file pages, in bytes.")
+	cMemSwap      = cdesc("container_memory_swap", "Swap used, in bytes.")
+	cMemFailcnt   = cdesc("container_memory_failcnt", "Number of times memory use hit the limit.")
+	cMemActive    = cdesc("container_memory_total_active_file_bytes", "Active file pages, in bytes.")
+	cMemInactive  = cdesc("container_memory_total_inactive_file_bytes", "Inactive file pages, in bytes.")
+	cOOM          = cdesc("container_oom_events_total", "Number of processes the OOM killer killed in the cgroup.")
+	cThreads      = cdesc("container_threads", "Number of tasks (threads) in the cgroup.")
+	cLastSeen     = cdesc("container_last_seen", "When the cgroup was last read, as unix time in seconds.")
+	cStart        = cdesc("container_start_time_seconds", "When the container (or pod sandbox) was created, as unix time in seconds.")
+	cSpecMem      = cdesc("container_spec_memory_limit_bytes", "Memory limit, in bytes (0: none).")
+	cSpecShares   = cdesc("container_spec_cpu_shares", "CPU shares.")
+	cSpecQuota    = cdesc("container_spec_cpu_quota", "CFS quota, in microseconds per period.")
+	cSpecPeriod   = cdesc("container_spec_cpu_period", "CFS period, in microseconds.")
+	cNetRxBytes   = cdesc("container_network_receive_bytes_total", "Bytes received.", "interface")
+	cNetRxPackets = cdesc("container_network_receive_packets_total", "Packets received.", "interface")
+	cNetRxErrors  = cdesc("container_network_receive_errors_total", "Receive errors.", "interface")
+	cNetRxDropped = cdesc("container_network_receive_packets_dropped_total", "Received packets dropped.", "interface")
+	cNetTxBytes   = cdesc("container_network_transmit_bytes_total", "Bytes transmitted.", "interface")
+	cNetTxPackets = cdesc("container_network_transmit_packets_total", "Packets transmitted.", "interface")
+	cNetTxErrors  = cdesc("container_network_transmit_errors_total", "Transmit errors.", "interface")
+	cNetTxDropped = cdesc("container_network_transmit_packets_dropped_total", "Transmitted packets dropped.", "interface")
+	cScrapeError  = metrics.NewDesc("container_scrape_error", "1 if reading the cgroups failed, else 0.", nil, nil, metrics.ALPHA, "")
+
+	machineLabels = []string{"boot_id", "machine_id", "system_uuid"}
+	mCPUCores     = metrics.NewDesc("machine_cpu_cores", "Number of logical CPU cores.", machineLabels, nil, metrics.ALPHA, "")
+	mMemoryBytes  = metrics.NewDesc("machine_memory_bytes", "Memory installed, in bytes.", machineLabels, nil, metrics.ALPHA, "")
+	cadvisorDescs = []*metrics.Desc{cCPUTotal, cCPUUser, cCPUSystem, cCFSPeriods, cCFSThrottled, cCFSThrTime, cMemUsage, cMemMax, cMemWS, cMemRSS, cMemCache, cMemMapped, cMemSwap, cMemFailcnt, cMemActive, cMemInactive, cOOM, cThreads, cLastSeen, cStart, cSpecMem, cSpecShares, cSpecQuota, cSpecPeriod, cNetRxBytes, cNetRxPackets, cNetRxErrors, cNetRxDropped, cNetTxBytes, cNetTxPackets, cNetTxErrors, cNetTxDropped, cScrapeError, mCPUCores, mMemoryBytes}
+)
+
+// cgroupEntry is one cgroup to report.
+type cgroupEntry struct {
+	// labels in cadvisorLabels order.
+	labels []string
+	stats  cgroups.Stats
+	start  time.Time
+	net    []Interface
+}
+
+// ContainerCgroup is the cgroup of a container of a pod whose cgroup is
+// podCgroup, as containerd names it: <pod>/<id> with cgroupfs,
+// <pod>/cri-containerd-<id>.scope with systemd.
+func ContainerCgroup(podCgroup, driver, id string) string {
+	if driver == "systemd" {
+		return path.Join(podCgroup, "cri-containerd-"+id+".scope")
+	}
+	return path.Join(podCgroup, id)
+}
+
+// CadvisorCollector serves /metrics/cadvisor.
+type CadvisorCollector struct {
+	metrics.BaseStableCollector
+	p *Provider
+}
+
+// NewCadvisorRegistry returns the registry served on /metrics/cadvisor.
+func NewCadvisorRegistry(p *Provider) metrics.KubeRegistry {
+	r := metrics.NewKubeRegistry()
+	r.CustomMustRegister(&CadvisorCollector{p: p})
+	return r
+}
+
+func (c *CadvisorCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
+	for _, d := range cadvisorDescs {
+		ch <- d
+	}
+}
+
+// entries reads the cgroups to report: the root, then each pod and its
+// running containers.
+func (c *CadvisorCollector) entries() ([]cgroupEntry, bool) {
+	p := c.p
+	if p.cg == nil {
+		return nil, false
+	}
+	var out []cgroupEntry
+	ok := true
+	if st, err := p.cg.Read("/"); err == nil {
+		out = append(out, cgroupEntry{labels: []string{"", "/", "", "", "", ""}, stats: st, start: p.boot})
+	} else {
+		ok = false
+		klog.V(2).InfoS("Reading the root cgroup failed", "err", err)
+	}
+	if p.o.Pods == nil || p.o.PodCgroup == nil {
+		return out, ok
+	}
+	for _, ps := range p.o.Pods() {
+		sb := ps.ReadySandbox()
+		if sb == nil {
+			continue
+		}
+		podCg, known := p.o.PodCgroup(ps.UID)
+		if !known {
+			continue
+		}
+		st, err := p.cg.Read(podCg)
+		if err != nil {
+			continue // gone meanwhile, or not created by this runtime
+		}
+		pe := cgroupEntry{labels: []string{"", podCg, "", "", ps.Namespace, ps.Name}, stats: st, start: sb.CreatedAt}
+		if !sb.HostNetwork {
+			if pids := p.cg.Procs(ContainerCgroup(podCg, p.o.CgroupDriver, sb.ID)); len(pids) > 0 {
+				if ifs, err := readNetDev(pids[0]); err == nil {
+					pe.net = ifs
+				}
+			}
+		}
+		out = append(out, pe)
+		for _, ctr := range ps.Running() {
+			cg := ContainerCgroup(podCg, p.o.CgroupDriver, ctr.ID)
+			cst, err := p.cg.Read(cg)
+			if err != nil {
+				continue
+			}
+			out = append(out, cgroupEntry{labels: []string{ctr.Name, cg, ctr.Image, ctr.ID, ps.Namespace, ps.Name}, stats: cst, start: ctr.CreatedAt})
+		}
+	}
+	return out, ok
+}
+
+func (c *CadvisorCollector) CollectWithStability(ch chan<- metrics.Metric) {
+	p := c.p
+	ids := []string{p.o.BootID, p.o.MachineID, p.o.SystemUUID}
+	if p.o.NumCPU > 0 {
+		ch <- metrics.NewLazyConstMetric(mCPUCores, metrics.GaugeValue, float64(p.o.NumCPU), ids...)
+	}
+	if p.o.MemoryCapacity > 0 {
+		ch <- metrics.NewLazyConstMetric(mMemoryBytes, metrics.GaugeValue, float64(p.o.MemoryCapacity), ids...)
+	}
+	entries, ok := c.entries()
+	failed := 0.0
+	if !ok {
+		failed = 1
+	}
+	ch <- metrics.NewLazyConstMetric(cScrapeError, metrics.GaugeValue, failed)
+	for _, e := range entries {
+		emitCgroup(ch, e)
+	}
+}
+
+// emitCgroup writes one cgroup's series.
+func emitCgroup(ch chan<- metrics.Metric, e cgroupEntry) {
+	t := e.stats.Time
+	put := func(d *metrics.Desc, vt metrics.ValueType, v float64, extra ...string) {
+		ch <- withTime(t, metrics.NewLazyConstMetric(d, vt, v, append(append([]string{}, e.labels...), extra...)...))
+	}
+	ch <- metrics.NewLazyConstMetric(cLastSeen, metrics.GaugeValue, float64(t.Unix()), e.labels...)
+	if !e.start.IsZero() {
+		ch <- metrics.NewLazyConstMetric(cStart, metrics.GaugeValue, float64(e.start.Unix()), e.labels...)
+	}
+	if c := e.stats.CPU; c != nil {
+		put(cCPUTotal, metrics.CounterValue, float64(c.Usage)/1e9, "total")
+		put(cCPUUser, metrics.CounterValue, float64(c.User)/1e9)
+		put(cCPUSystem, metrics.CounterValue, float64(c.System)/1e9)
+		if c.Quota > 0 {
+			put(cCFSPeriods, metrics.CounterValue, float64(c.Periods))
+			put(cCFSThrottled, metrics.CounterValue, float64(c.ThrottledPeriods))
+			put(cCFSThrTime, metrics.CounterValue, float64(c.ThrottledTime)/1e9)
+			ch <- metrics.NewLazyConstMetric(cSpecQuota, metrics.GaugeValue, float64(c.Quota), e.labels...)
+		}
+		if c.Period > 0 {
+			ch <- metrics.NewLazyConstMetric(cSpecPeriod, metrics.GaugeValue, float64(c.Period), e.labels...)
+		}
+		if c.Shares > 0 {
+			ch <- metrics.NewLazyConstMetric(cSpecShares, metrics.GaugeValue, float64(c.Shares), e.labels...)
+		}
+	}
+	if m := e.stats.Memory; m != nil {
+		put(cMemUsage, metrics.GaugeValue, float64(m.Usage))
+		put(cMemMax, metrics.GaugeValue, float64(m.MaxUsage))
+		put(cMemWS, metrics.GaugeValue, float64(m.WorkingSet))
+		put(cMemRSS, metrics.GaugeValue, float64(m.RSS))
+		put(cMemCache, metrics.GaugeValue, float64(m.Cache))
+		put(cMemMapped, metrics.GaugeValue, float64(m.MappedFile))
+		if m.HasSwap {
+			put(cMemSwap, metrics.GaugeValue, float64(m.Swap))
+		}
+		put(cMemFailcnt, metrics.CounterValue, float64(m.Failcnt))
+		put(cMemActive, metrics.GaugeValue, float64(m.ActiveFile))
+		put(cMemInactive, metrics.GaugeValue, float64(m.InactiveFile))
+		put(cOOM, metrics.CounterValue, float64(m.OOMKills))
+		ch <- metrics.NewLazyConstMetric(cSpecMem, metrics.GaugeValue, float64(m.Limit), e.labels...)
+	}
+	if e.stats.Pids != nil {
+		put(cThreads, metrics.GaugeValue, float64(*e.stats.Pids))
+	}
+	for _, i := range e.net {
+		put(cNetRxBytes, metrics.CounterValue, float64(i.RxBytes), i.Name)
+		put(cNetRxPackets, metrics.CounterValue, float64(i.RxPackets), i.Name)
+		put(cNetRxErrors, metrics.CounterValue, float64(i.RxErrors), i.Name)
+		put(cNetRxDropped, metrics.CounterValue, float64(i.RxDropped), i.Name)
+		put(cNetTxBytes, metrics.CounterValue, float64(i.TxBytes), i.Name)
+		put(cNetTxPackets, metrics.CounterValue, float64(i.TxPackets), i.Name)
+		put(cNetTxErrors, metrics.CounterValue, float64(i.TxErrors), i.Name)
+		put(cNetTxDropped, metrics.CounterValue, float64(i.TxDropped), i.Name)
+	}
+}

@@ -1,0 +1,274 @@
+package stats
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	critest "k8s.io/cri-api/pkg/apis/testing"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
+	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/stats/cgroups"
+)
+
+// fixture is a provider over a fake runtime and a fixture cgroup tree with
+// one running pod: sandbox sb1, container c1 ("app").
+type fixture struct {
+	p     *Provider
+	rt    *critest.FakeRuntimeService
+	clock *testingclock.FakeClock
+	root  string
+	pod   *container.PodStatus
+}
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	rt := critest.NewFakeRuntimeService()
+	rt.SetFakeSandboxes([]*critest.FakePodSandbox{{PodSandboxStatus: runtimeapi.PodSandboxStatus{Id: "sb1", State: runtimeapi.PodSandboxState_SANDBOX_READY}}})
+	cpu := func(v uint64) *runtimeapi.CpuUsage {
+		return &runtimeapi.CpuUsage{Timestamp: t0.UnixNano(), UsageCoreNanoSeconds: uv(v)}
+	}
+	rt.SetFakePodSandboxStats([]*runtimeapi.PodSandboxStats{{Attributes: &runtimeapi.PodSandboxAttributes{Id: "sb1"}, Linux: &runtimeapi.LinuxPodSandboxStats{
+		Cpu: cpu(3e9), Memory: &runtimeapi.MemoryUsage{Timestamp: t0.UnixNano(), WorkingSetBytes: uv(5 << 20)},
+		Containers: []*runtimeapi.ContainerStats{{Attributes: &runtimeapi.ContainerAttributes{Id: "c1"}, Cpu: cpu(2e9),
+			Memory: &runtimeapi.MemoryUsage{Timestamp: t0.UnixNano(), WorkingSetBytes: uv(4 << 20)}}},
+	}}})
+	img := critest.NewFakeImageService()
+	img.SetFakeFilesystemUsage([]*runtimeapi.FilesystemUsage{{Timestamp: t0.UnixNano(), FsId: &runtimeapi.FilesystemIdentifier{Mountpoint: root}, UsedBytes: uv(777)}})
+	pod := &container.PodStatus{UID: "u1", Name: "web", Namespace: "ns",
+		Sandboxes:  []container.SandboxStatus{{ID: "sb1", State: container.SandboxReady, CreatedAt: t0.Add(-time.Minute)}},
+		Containers: []container.Status{{ID: "c1", Name: "app", State: container.StateRunning, Image: "example.com/app:1", CreatedAt: t0.Add(-30 * time.Second)}}}
+	clk := testingclock.NewFakeClock(t0)
+	p := New(Options{NodeName: "n1", RootDir: root, PodLogsDir: filepath.Join(root, "logs"), Runtime: rt, Images: img,
+		Pods:           func() []*container.PodStatus { return []*container.PodStatus{pod} },
+		PodCgroup:      func(uid types.UID) (string, bool) { return "/kubepods/burstable/pod" + string(uid), uid == "u1" },
+		MemoryCapacity: 8 << 30, NumCPU: 2, BootID: "b", MachineID: "m", SystemUUID: "s", Clock: clk})
+	// A fixture cgroup v1 tree stands in for the host's.
+	h := cgroups.Hierarchy{Version: 1, V1: map[string]string{"cpuacct": "/cg/cpuacct", "memory": "/cg/memory", "cpu": "/cg/cpu"}}
+	p.cg = cgroups.NewReaderAt(h, root)
+	for _, cg := range []string{"", "/kubepods", "/kubepods/burstable/podu1", "/kubepods/burstable/podu1/c1"} {
+		writeFile(t, filepath.Join(root, "cg/cpuacct", cg, "cpuacct.usage"), "1000000000\n")
+		writeFile(t, filepath.Join(root, "cg/memory", cg, "memory.usage_in_bytes"), "4096\n")
+		writeFile(t, filepath.Join(root, "cg/memory", cg, "memory.stat"), "total_inactive_file 1024\ntotal_rss 2048\n")
+	}
+	writeFile(t, filepath.Join(root, "logs", "ns_web_u1", "app", "0.log"), "hello\n")
+	if err := os.MkdirAll(filepath.Join(root, "pods", "u1", "volumes", "kubernetes.io~empty-dir", "scratch"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{p: p, rt: rt, clock: clk, root: root, pod: pod}
+}
+
+func TestProviderSummary(t *testing.T) {
+	f := newFixture(t)
+	s, err := f.p.Summary(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Node.NodeName != "n1" || s.Node.CPU == nil || *s.Node.Memory.WorkingSetBytes != 3072 || s.Node.Fs == nil || *s.Node.Runtime.ImageFs.UsedBytes != 777 {
+		t.Errorf("node = %+v", s.Node)
+	}
+	if len(s.Pods) != 1 || len(s.Pods[0].Containers) != 1 {
+		t.Fatalf("pods = %+v", s.Pods)
+	}
+	p := s.Pods[0]
+	c := p.Containers[0]
+	if c.Name != "app" || *c.CPU.UsageCoreNanoSeconds != 2e9 || c.Logs == nil || *c.Logs.UsedBytes == 0 {
+		t.Errorf("container = %+v", c)
+	}
+	if len(p.VolumeStats) != 1 || p.VolumeStats[0].Name != "scratch" {
+		t.Errorf("volumes = %+v", p.VolumeStats)
+	}
+	// Served from the cache within MaxAge: no second CRI call, and a CPU
+	// and memory summary cut from the full one.
+	calls := len(f.rt.GetCalls())
+	s2, _ := f.p.Summary(context.Background(), true)
+	if len(f.rt.GetCalls()) != calls {
+		t.Errorf("a fresh summary was not reused (calls %d -> %d)", calls, len(f.rt.GetCalls()))
+	}
+	if s2.Node.Fs != nil || s2.Node.Runtime != nil || s2.Pods[0].VolumeStats != nil || s2.Pods[0].Containers[0].Logs != nil || s2.Node.CPU == nil || s2.Pods[0].Containers[0].CPU == nil {
+		t.Errorf("CPU and memory summary from the cache: %+v", s2)
+	}
+	if s.Node.Fs == nil || s.Pods[0].VolumeStats == nil {
+		t.Errorf("cutting the CPU and memory summary changed the full one")
+	}
+	f.clock.Step(2 * time.Second)
+	if _, err := f.p.Summary(context.Background(), true); err != nil || len(f.rt.GetCalls()) == calls {
+		t.Errorf("a stale summary was reused: %v", err)
+	}
+}
+
+func TestProviderFallsBackToContainerStats(t *testing.T) {
+	f := newFixture(t)
+	f.rt.InjectError("ListPodSandboxStats", status.Error(codes.Unimplemented, "unknown method"))
+	f.rt.SetFakeContainers([]*critest.FakeContainer{{ContainerStatus: runtimeapi.ContainerStatus{Id: "c1"}, SandboxID: "sb1"}})
+	f.rt.SetFakeContainerStats([]*runtimeapi.ContainerStats{{Attributes: &runtimeapi.ContainerAttributes{Id: "c1", Metadata: &runtimeapi.ContainerMetadata{Name: "app"}},
+		Cpu: &runtimeapi.CpuUsage{Timestamp: t0.UnixNano(), UsageCoreNanoSeconds: uv(7)}, Memory: &runtimeapi.MemoryUsage{WorkingSetBytes: uv(9)}}})
+	s, err := f.p.Summary(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Pods) != 1 || s.Pods[0].CPU == nil || *s.Pods[0].CPU.UsageCoreNanoSeconds != 7 || len(s.Pods[0].Containers) != 1 || *s.Pods[0].Containers[0].Memory.WorkingSetBytes != 9 {
+		t.Fatalf("pods = %+v", s.Pods)
+	}
+}
+
+func TestProviderError(t *testing.T) {
+	f := newFixture(t)
+	f.rt.InjectError("ListPodSandboxStats", errors.New("runtime down"))
+	if _, err := f.p.Summary(context.Background(), false); err == nil {
+		t.Fatal("a failed CRI call must fail the summary")
+	}
+	// /metrics/resource then reports the failure instead of data.
+	f.rt.InjectError("ListPodSandboxStats", errors.New("runtime down"))
+	fam, err := metricstest.ScrapeHandler(handlerFor(NewResourceRegistry(f.p)), "/metrics/resource")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fam.Sum("resource_scrape_error", nil) != 1 || fam.Sum("scrape_error", nil) != 1 || fam["container_cpu_usage_seconds_total"] != nil {
+		t.Errorf("failed scrape: %s", fam.Names())
+	}
+}
+
+func TestSummaryHandler(t *testing.T) {
+	f := newFixture(t)
+	h := SummaryHandler(f.p)
+	for _, tc := range []struct {
+		method, url string
+		code        int
+		withFs      bool
+	}{
+		{http.MethodGet, "/stats/summary", 200, true},
+		{http.MethodPost, "/stats/summary", 200, true},
+		{http.MethodGet, "/stats/summary?only_cpu_and_memory=true", 200, false},
+		{http.MethodDelete, "/stats/summary", 405, false},
+	} {
+		f.clock.Step(2 * time.Second) // past the cache
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.url, nil))
+		if rec.Code != tc.code {
+			t.Errorf("%s %s: %d %s", tc.method, tc.url, rec.Code, rec.Body)
+			continue
+		}
+		if tc.code != 200 {
+			continue
+		}
+		var s statsapi.Summary
+		if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
+			t.Fatal(err)
+		}
+		if (s.Node.Fs != nil) != tc.withFs || len(s.Pods) != 1 {
+			t.Errorf("%s: fs=%v pods=%d", tc.url, s.Node.Fs != nil, len(s.Pods))
+		}
+	}
+}
+
+// TestResourceMetrics checks /metrics/resource against what metrics-server
+// reads: names, labels, values in seconds and bytes, and timestamps.
+func TestResourceMetrics(t *testing.T) {
+	f := newFixture(t)
+	rec := httptest.NewRecorder()
+	handlerFor(NewResourceRegistry(f.p)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics/resource", nil))
+	fam, err := metricstest.Parse(rec.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := map[string]string{"container": "app", "pod": "web", "namespace": "ns"}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+		stamp  bool
+	}{
+		{"container_cpu_usage_seconds_total", sel, 2, true},
+		{"container_memory_working_set_bytes", sel, 4 << 20, true},
+		{"container_start_time_seconds", sel, float64(t0.Add(-30 * time.Second).Unix()), false},
+		{"pod_cpu_usage_seconds_total", map[string]string{"pod": "web", "namespace": "ns"}, 3, true},
+		{"pod_memory_working_set_bytes", map[string]string{"pod": "web", "namespace": "ns"}, 5 << 20, true},
+		{"node_memory_working_set_bytes", nil, 3072, true},
+		{"node_cpu_usage_seconds_total", nil, 1, true},
+		{"resource_scrape_error", nil, 0, false},
+	} {
+		ms := fam.Find(tc.name, tc.labels)
+		if len(ms) != 1 {
+			t.Errorf("%s%v: %d series; have %s", tc.name, tc.labels, len(ms), fam.Names())
+			continue
+		}
+		if v := metricstest.Value(ms[0]); v != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, v, tc.want)
+		}
+		if tc.stamp && ms[0].GetTimestampMs() == 0 {
+			t.Errorf("%s has no timestamp", tc.name)
+		}
+	}
+	if got := fam.LabelNames("container_cpu_usage_seconds_total"); len(got) != 3 || got[0] != "container" || got[1] != "namespace" || got[2] != "pod" {
+		t.Errorf("labels = %v", got)
+	}
+}
+
+func TestCadvisorMetrics(t *testing.T) {
+	f := newFixture(t)
+	fam, err := metricstest.ScrapeHandler(handlerFor(NewCadvisorRegistry(f.p)), "/metrics/cadvisor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"container": "app", "pod": "web", "namespace": "ns", "id": "/kubepods/burstable/podu1/c1", "image": "example.com/app:1", "name": "c1"}
+	if v := fam.Sum("container_cpu_usage_seconds_total", merge(want, "cpu", "total")); v != 1 {
+		t.Errorf("container cpu = %v; series %v", v, fam.Find("container_cpu_usage_seconds_total", nil))
+	}
+	if v := fam.Sum("container_memory_working_set_bytes", want); v != 3072 {
+		t.Errorf("container working set = %v", v)
+	}
+	pod := map[string]string{"container": "", "pod": "web", "namespace": "ns", "id": "/kubepods/burstable/podu1", "image": "", "name": ""}
+	if len(fam.Find("container_memory_usage_bytes", pod)) != 1 {
+		t.Errorf("pod cgroup series missing")
+	}
+	if len(fam.Find("container_memory_rss", map[string]string{"id": "/", "pod": ""})) != 1 {
+		t.Errorf("root cgroup series missing")
+	}
+	if fam.Sum("machine_cpu_cores", map[string]string{"boot_id": "b", "machine_id": "m", "system_uuid": "s"}) != 2 || fam.Sum("machine_memory_bytes", nil) != 8<<30 {
+		t.Errorf("machine metrics: %v %v", fam.Find("machine_cpu_cores", nil), fam.Find("machine_memory_bytes", nil))
+	}
+	if got := fam.LabelNames("container_memory_working_set_bytes"); len(got) != 6 {
+		t.Errorf("labels = %v", got)
+	}
+	// No CPU quota: no CFS throttling series (as cadvisor).
+	if fam["container_cpu_cfs_periods_total"] != nil {
+		t.Errorf("throttling series without a quota")
+	}
+	if ContainerCgroup("/kubepods.slice/kubepods-pod1.slice", "systemd", "abc") != "/kubepods.slice/kubepods-pod1.slice/cri-containerd-abc.scope" ||
+		ContainerCgroup("/kubepods/pod1", "cgroupfs", "abc") != "/kubepods/pod1/abc" {
+		t.Errorf("ContainerCgroup")
+	}
+}
+
+func merge(m map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for a, b := range m {
+		out[a] = b
+	}
+	return out
+}

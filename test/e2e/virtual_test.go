@@ -1,0 +1,553 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gokubelet/kubelet/pkg/engine/virtual"
+	"github.com/gokubelet/kubelet/pkg/provider"
+	"github.com/gokubelet/kubelet/pkg/provider/providertest"
+	k8sprovider "github.com/gokubelet/kubelet/pkg/providers/kubernetes"
+	"github.com/gokubelet/kubelet/test/framework"
+)
+
+// The shared kubelet of the e2e tier runs the real node and, from one
+// virtual nodes file, two virtual nodes beside it: vk-target (the
+// kubernetes provider, into namespaces vk-<ns> of this same cluster) and
+// vk-mock. Tests add nodes to the file and take them out again; the
+// kubelet follows the file while it runs.
+
+const (
+	vkTarget = "vk-target"
+	vkMock   = "vk-mock"
+)
+
+var (
+	vnMu     sync.Mutex
+	vnConfig string // the file's path
+	vnNodes  = map[string]string{}
+)
+
+func vnHeader() string {
+	return fmt.Sprintf("apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nkubeconfig: %s\ninstance: e2e\nnodes:\n",
+		filepath.Join(clusterDir, "virtual-nodes.kubeconfig"))
+}
+
+// baseVirtualNodes are the shared kubelet's virtual nodes.
+func baseVirtualNodes() map[string]string {
+	return map[string]string{
+		vkTarget: fmt.Sprintf(`- name: vk-target
+  provider: kubernetes
+  port: 10260
+  podSync: {retryBase: 100ms, retryMax: 5s}
+  providerConfig: {kubeconfig: %s, namespacePrefix: "vk-"}
+`, filepath.Join(clusterDir, "admin.kubeconfig")),
+		vkMock: `- name: vk-mock
+  provider: mock
+  port: 10261
+  providerConfig: {startDelay: 100ms}
+`,
+	}
+}
+
+// virtualNodesSetup issues the virtual nodes' identity and writes their
+// file; it returns the kubelet flags.
+func virtualNodesSetup(tmp string) ([]string, error) {
+	if err := framework.Script(repoRoot, nil, "hack/virtual-nodes.sh", "creds"); err != nil {
+		return nil, err
+	}
+	vnConfig = filepath.Join(tmp, "virtual-nodes.yaml")
+	vnNodes = baseVirtualNodes()
+	if err := writeVirtualNodes(); err != nil {
+		return nil, err
+	}
+	return []string{"--virtual-nodes-config", vnConfig}, nil
+}
+
+func writeVirtualNodes() error {
+	var b strings.Builder
+	b.WriteString(vnHeader())
+	for _, name := range []string{vkTarget, vkMock, "vk-failing", "vk-cluster2"} {
+		b.WriteString(vnNodes[name])
+	}
+	tmp := vnConfig + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, vnConfig)
+}
+
+// setVirtualNode adds (def != "") or removes a node from the file.
+func setVirtualNode(t *testing.T, name, def string) {
+	t.Helper()
+	vnMu.Lock()
+	defer vnMu.Unlock()
+	if def == "" {
+		delete(vnNodes, name)
+	} else {
+		vnNodes[name] = def
+	}
+	if err := writeVirtualNodes(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitNodeGone(t *testing.T, name string) {
+	t.Helper()
+	framework.Eventually(t, "node "+name+" deleted", func() (bool, string) {
+		_, err := client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+// A Deployment pinned to a virtual node (node selector and the virtual
+// node toleration).
+func pinnedDeployment(name, node string, replicas int) string {
+	return fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s}
+spec:
+  replicas: %[3]d
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      nodeSelector: {kubernetes.io/hostname: %[2]s}
+      tolerations: [{key: virtual-kubelet.io/provider, operator: Exists}]
+      terminationGracePeriodSeconds: 5
+      containers:
+      - name: main
+        image: gokubelet.local/testimage:1.0
+        imagePullPolicy: IfNotPresent
+        command: [/testserver, --tcp-port=7000]
+        env:
+        # optional: the target here is this cluster, whose real node on
+        # main does not resolve ConfigMap env yet (branch podspec); the copy
+        # and the renamed reference are checked either way.
+        - {name: GREETING, valueFrom: {configMapKeyRef: {name: settings, key: greeting, optional: true}}}
+        - {name: MY_NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}
+        - {name: MY_NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+        volumeMounts: [{name: settings, mountPath: /etc/settings}]
+      volumes: [{name: settings, configMap: {name: settings}}]
+`, name, node, replicas)
+}
+
+func settingsConfigMap(ns string) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: %s}\ndata: {greeting: hello}\n", ns)
+}
+
+// dumpOnFailure logs the pods of the namespaces (status and events) when
+// the test failed.
+func dumpOnFailure(t *testing.T, c kubernetes.Interface, namespaces ...string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, ns := range namespaces {
+			pods, err := c.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Logf("pods of %s: %v", ns, err)
+				continue
+			}
+			for i, p := range pods.Items {
+				if i == 5 {
+					t.Logf("... %d pods in %s", len(pods.Items), ns)
+					break
+				}
+				t.Logf("pod %s/%s on %q: phase %s reason %q message %q containers %+v", ns, p.Name, p.Spec.NodeName,
+					p.Status.Phase, p.Status.Reason, p.Status.Message, p.Status.ContainerStatuses)
+			}
+			evs, _ := c.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+			if evs != nil {
+				for i, e := range evs.Items {
+					if i == 15 {
+						break
+					}
+					t.Logf("event %s %s %s: %s", e.InvolvedObject.Name, e.Type, e.Reason, e.Message)
+				}
+			}
+		}
+	})
+}
+
+func targetNamespaceCleanup(t *testing.T, c kubernetes.Interface, ns string) {
+	t.Cleanup(func() { _ = c.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+}
+
+// TestVirtualNodes is the acceptance of the virtual nodes, in order: one
+// configuration runs the real node and two virtual nodes; a Deployment
+// pinned to the kubernetes-provider node runs in the target and is
+// deleted from the origin; a mock that fails creates shows it on the
+// pod; removing a node from the file removes only that node.
+func TestVirtualNodes(t *testing.T) {
+	real := node(t)
+	ctx := context.Background()
+
+	t.Run("ThreeNodesReady", func(t *testing.T) {
+		for _, name := range []string{vkTarget, vkMock} {
+			n := waitNodeReady(t, name, framework.WaitLimit)
+			if n.Labels["type"] != "virtual-kubelet" || n.Labels["node.gokubelet.io/virtual-nodes-instance"] != "e2e" {
+				t.Errorf("%s labels = %v", name, n.Labels)
+			}
+			tainted := false
+			for _, tn := range n.Spec.Taints {
+				tainted = tainted || (tn.Key == "virtual-kubelet.io/provider" && tn.Effect == v1.TaintEffectNoSchedule)
+			}
+			if !tainted {
+				t.Errorf("%s taints = %v, want the virtual node taint", name, n.Spec.Taints)
+			}
+			if n.Status.Addresses[0].Type != v1.NodeInternalIP || n.Status.Addresses[0].Address != clusterEnv["NODE_IP"] {
+				t.Errorf("%s addresses = %v, want the machine's IP first", name, n.Status.Addresses)
+			}
+			if n.Status.Allocatable.Pods().Value() == 0 {
+				t.Errorf("%s has no pod capacity: %v", name, n.Status.Allocatable)
+			}
+			if _, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{}); err != nil {
+				t.Errorf("%s lease: %v", name, err)
+			}
+		}
+		if p := waitNodeReady(t, vkTarget, framework.WaitLimit).Status.DaemonEndpoints.KubeletEndpoint.Port; p != 10260 {
+			t.Errorf("vk-target kubelet port = %d", p)
+		}
+		out := mustKubectl(t, nil, "", "", "get", "nodes", "--no-headers")
+		for _, name := range []string{real, vkTarget, vkMock} {
+			found := false
+			for _, line := range strings.Split(out, "\n") {
+				f := strings.Fields(line)
+				if len(f) >= 2 && f[0] == name && f[1] == "Ready" {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("kubectl get nodes does not show %s Ready:\n%s", name, out)
+			}
+		}
+	})
+
+	t.Run("MockRunsAPod", func(t *testing.T) {
+		ns := namespace(t)
+		p := testPod("on-mock")
+		p.Spec.NodeName = vkMock
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := waitPod(t, ns, "on-mock", "Running", running)
+		if got.Status.PodIP == "" || got.Status.HostIP != clusterEnv["NODE_IP"] {
+			t.Errorf("status ips %q %q", got.Status.PodIP, got.Status.HostIP)
+		}
+		if err := client.CoreV1().Pods(ns).Delete(ctx, "on-mock", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, ns, "on-mock")
+	})
+
+	t.Run("DeploymentRunsInTarget", func(t *testing.T) {
+		ns := namespace(t)
+		tns := "vk-" + ns
+		targetNamespaceCleanup(t, client, tns)
+		dumpOnFailure(t, client, ns, tns)
+		mustKubectl(t, nil, settingsConfigMap(ns), "", "apply", "-f", "-")
+		mustKubectl(t, nil, pinnedDeployment("web", vkTarget, 2), "", "apply", "-n", ns, "-f", "-")
+		var origin []v1.Pod
+		framework.Eventually(t, "2 pods Running on vk-target", func() (bool, string) {
+			origin = listPods(t, ns, "app=web")
+			n := 0
+			for i := range origin {
+				if running(&origin[i]) && origin[i].Spec.NodeName == vkTarget && origin[i].Status.PodIP != "" {
+					n++
+				}
+			}
+			return n == 2, fmt.Sprintf("%d running", n)
+		})
+		targets := listPods(t, tns, "gokubelet.io/virtual-node="+vkTarget)
+		if len(targets) != 2 {
+			t.Fatalf("%d target pods in %s, want 2", len(targets), tns)
+		}
+		byName := map[string]v1.Pod{}
+		for _, tp := range targets {
+			byName[tp.Name] = tp
+		}
+		for _, op := range origin {
+			tp, ok := byName[op.Name]
+			if !ok {
+				t.Errorf("no target pod for %s", op.Name)
+				continue
+			}
+			if tp.Spec.NodeName != real || tp.Labels["gokubelet.io/origin-uid"] != string(op.UID) {
+				t.Errorf("target pod %s on %q, origin-uid %q", tp.Name, tp.Spec.NodeName, tp.Labels["gokubelet.io/origin-uid"])
+			}
+			if op.Status.PodIP != tp.Status.PodIP {
+				t.Errorf("origin pod IP %s, target %s: not mirrored", op.Status.PodIP, tp.Status.PodIP)
+			}
+			env := map[string]v1.EnvVar{}
+			for _, e := range tp.Spec.Containers[0].Env {
+				env[e.Name] = e
+			}
+			if env["MY_NAMESPACE"].Value != ns || env["MY_NODE"].Value != vkTarget {
+				t.Errorf("downward API in the target: %+v %+v, want the origin's values", env["MY_NAMESPACE"], env["MY_NODE"])
+			}
+			if ref := env["GREETING"].ValueFrom; ref == nil || ref.ConfigMapKeyRef == nil || !strings.HasPrefix(ref.ConfigMapKeyRef.Name, "settings-") {
+				t.Errorf("GREETING = %+v, want a reference to the copy of settings", env["GREETING"])
+			} else if cm, err := client.CoreV1().ConfigMaps(tns).Get(ctx, ref.ConfigMapKeyRef.Name, metav1.GetOptions{}); err != nil || cm.Data["greeting"] != "hello" {
+				t.Errorf("copy of settings: %v %v", cm, err)
+			}
+		}
+		// Status from the origin, as a user reads it.
+		out := mustKubectl(t, nil, "", "", "get", "pods", "-n", ns, "-o", "wide", "--no-headers")
+		if strings.Count(out, "Running") != 2 || strings.Count(out, vkTarget) != 2 {
+			t.Errorf("kubectl get pods -o wide:\n%s", out)
+		}
+		// Delete from the origin: the target is cleaned up.
+		mustKubectl(t, nil, "", "", "delete", "deployment", "web", "-n", ns, "--wait=false")
+		framework.Eventually(t, "origin pods gone", func() (bool, string) {
+			n := len(listPods(t, ns, "app=web"))
+			return n == 0, fmt.Sprintf("%d left", n)
+		})
+		framework.Eventually(t, "target pods and copies gone", func() (bool, string) {
+			pods := listPods(t, tns, "gokubelet.io/virtual-node="+vkTarget)
+			cms, err := client.CoreV1().ConfigMaps(tns).List(ctx, metav1.ListOptions{LabelSelector: "gokubelet.io/virtual-node=" + vkTarget})
+			if err != nil {
+				return false, err.Error()
+			}
+			return len(pods) == 0 && len(cms.Items) == 0, fmt.Sprintf("%d pods, %d configmap copies", len(pods), len(cms.Items))
+		})
+	})
+
+	t.Run("FailingProviderShowsOnPod", func(t *testing.T) {
+		setVirtualNode(t, "vk-failing", `- name: vk-failing
+  provider: mock
+  port: 10262
+  podSync: {retryBase: 200ms, retryMax: 2s}
+  providerConfig: {failureRate: {create: 1}}
+`)
+		waitNodeReady(t, "vk-failing", framework.WaitLimit)
+		ns := namespace(t)
+		p := testPod("doomed")
+		p.Spec.NodeName = "vk-failing"
+		if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := waitPod(t, ns, "doomed", "showing the provider failure", func(p *v1.Pod) bool {
+			if len(p.Status.ContainerStatuses) == 0 || p.Status.ContainerStatuses[0].State.Waiting == nil {
+				return false
+			}
+			w := p.Status.ContainerStatuses[0].State.Waiting
+			return w.Reason == virtual.ReasonCreateFailed && strings.Contains(w.Message, "injected failure")
+		})
+		if got.Status.Phase != v1.PodPending {
+			t.Errorf("phase %s while retried, want Pending", got.Status.Phase)
+		}
+		framework.Eventually(t, "a ProviderCreateFailed event", func() (bool, string) {
+			evs, err := client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=doomed"})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, e := range evs.Items {
+				if e.Reason == virtual.ReasonCreateFailed && e.Type == v1.EventTypeWarning {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d events", len(evs.Items))
+		})
+		if out := mustKubectl(t, nil, "", "", "get", "pod", "doomed", "-n", ns, "--no-headers"); !strings.Contains(out, virtual.ReasonCreateFailed) {
+			t.Errorf("kubectl get pod does not show the failure:\n%s", out)
+		}
+	})
+
+	t.Run("RemovingANodeRemovesOnlyIt", func(t *testing.T) {
+		if _, err := client.CoreV1().Nodes().Get(ctx, "vk-failing", metav1.GetOptions{}); err != nil {
+			t.Skip("vk-failing was not added (see FailingProviderShowsOnPod)")
+		}
+		before := map[string]metav1.MicroTime{}
+		for _, name := range []string{real, vkTarget, vkMock} {
+			l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before[name] = *l.Spec.RenewTime
+		}
+		setVirtualNode(t, "vk-failing", "")
+		waitNodeGone(t, "vk-failing")
+		for _, name := range []string{real, vkTarget, vkMock} {
+			waitNodeReady(t, name, framework.WaitLimit)
+			framework.Eventually(t, name+"'s lease still renewed", func() (bool, string) {
+				l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				return l.Spec.RenewTime.After(before[name].Time), l.Spec.RenewTime.String()
+			})
+		}
+	})
+}
+
+// The provider conformance suite against the kubernetes provider, with
+// this cluster as its target (namespace pt-<ns>).
+func TestKubernetesProviderConformance(t *testing.T) {
+	node(t)
+	ns := namespace(t)
+	targetNamespaceCleanup(t, client, "pt-"+ns)
+	origin := vnClient(t, filepath.Join(clusterDir, "virtual-nodes.kubeconfig"))
+	providertest.Run(t, providertest.Harness{
+		Namespace: ns,
+		// The kubelet API (10250) the target's API server proxies logs,
+		// exec and port-forward to is built on branch api; until it is
+		// merged the streams cannot work on this cluster.
+		SkipStreams: "this cluster's node serves no kubelet API on 10250 yet (branch api)",
+		New: func(t *testing.T, nodeName string) provider.Provider {
+			p, err := k8sprovider.New(context.Background(), provider.InitConfig{
+				NodeName: nodeName, Client: origin, Objects: virtual.ClientObjects{Client: origin},
+				Config: []byte(fmt.Sprintf(`{"kubeconfig": %q, "namespacePrefix": "pt-"}`, filepath.Join(clusterDir, "admin.kubeconfig"))),
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kp := p.(*k8sprovider.Provider)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { _ = kp.Start(ctx); close(done) }()
+			t.Cleanup(func() { cancel(); <-done })
+			select {
+			case <-kp.Ready():
+			case <-time.After(framework.WaitLimit):
+				t.Fatal("the kubernetes provider did not sync with the target")
+			}
+			return p
+		},
+	})
+}
+
+func vnClient(t *testing.T, kubeconfig string) kubernetes.Interface {
+	t.Helper()
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// A virtual node whose target is a second control plane: its pods run
+// there (on a mock virtual node of that cluster, run by a second kubelet
+// process with no real node), status comes back, deletion cleans up.
+func TestVirtualNodeOnSecondControlPlane(t *testing.T) {
+	node(t)
+	ctx := context.Background()
+	dir2 := "/var/lib/gokubelet/cluster2"
+	env2 := []string{
+		"CLUSTER_DIR=" + dir2, "CLUSTER_RUN_DIR=/run/gokubelet/cluster2", "CLUSTER_LOG_DIR=/var/log/gokubelet/cluster2",
+		"CLUSTER_NAME=gokubelet2", "CLUSTER_NODE=0", "ETCD_CLIENT_PORT=23791", "ETCD_PEER_PORT=23801",
+		"APISERVER_PORT=6444", "CONTROLLER_MANAGER_PORT=10267", "SCHEDULER_PORT=10269",
+		// The first cluster's metrics-server holds its port.
+		"METRICS_SERVER=0",
+	}
+	t.Cleanup(func() {
+		if err := framework.Script(repoRoot, env2, "hack/cluster.sh", "down", "--purge"); err != nil {
+			t.Errorf("stopping the second control plane: %v", err)
+		}
+	})
+	if err := framework.Script(repoRoot, env2, "hack/cluster.sh", "up"); err != nil {
+		t.Fatal(err)
+	}
+	admin2 := filepath.Join(dir2, "admin.kubeconfig")
+	client2 := vnClient(t, admin2)
+
+	// Cluster 2's only node: a mock virtual node, untainted so the copies
+	// land on it.
+	tmp := t.TempDir()
+	cfg2 := filepath.Join(tmp, "vn2.yaml")
+	if err := os.WriteFile(cfg2, []byte(`apiVersion: gokubelet.io/v1alpha1
+kind: VirtualNodes
+realNode: false
+instance: e2e-cluster2
+nodes:
+- name: c2-mock
+  provider: mock
+  port: 10270
+  taints: []
+  providerConfig: {startDelay: 100ms}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k2 := &framework.Kubelet{Bin: kubeletBin}
+	k2.HealthzPort = framework.FreePort(t)
+	k2.Args = []string{"--kubeconfig", admin2, "--virtual-nodes-config", cfg2, "--root-dir", filepath.Join(tmp, "root"),
+		"--healthz-port", fmt.Sprint(k2.HealthzPort), "--node-ip", clusterEnv["NODE_IP"], "-v", "2"}
+	k2.Start(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cluster 2 kubelet log:\n%s", framework.Tail(k2.Log(), 80))
+		}
+		k2.Stop(t)
+	})
+	framework.Eventually(t, "c2-mock Ready in cluster 2", func() (bool, string) {
+		n, err := client2.CoreV1().Nodes().Get(ctx, "c2-mock", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return nodeReady(n), fmt.Sprint(n.Status.Conditions)
+	})
+
+	// In cluster 1, a virtual node whose target is cluster 2.
+	setVirtualNode(t, "vk-cluster2", fmt.Sprintf(`- name: vk-cluster2
+  provider: kubernetes
+  port: 10263
+  podSync: {retryBase: 100ms, retryMax: 5s}
+  providerConfig: {kubeconfig: %s, namespacePrefix: "c1-"}
+`, admin2))
+	t.Cleanup(func() {
+		setVirtualNode(t, "vk-cluster2", "")
+		waitNodeGone(t, "vk-cluster2")
+	})
+	n := waitNodeReady(t, "vk-cluster2", framework.WaitLimit)
+	if n.Status.Allocatable.Pods().Value() != 20000 {
+		t.Errorf("vk-cluster2 pods capacity %v, want cluster 2's mock node's 20000", n.Status.Allocatable.Pods())
+	}
+
+	ns := namespace(t)
+	dumpOnFailure(t, client, ns)
+	dumpOnFailure(t, client2, "c1-"+ns)
+	mustKubectl(t, nil, settingsConfigMap(ns), "", "apply", "-f", "-")
+	mustKubectl(t, nil, pinnedDeployment("remote", "vk-cluster2", 1), "", "apply", "-n", ns, "-f", "-")
+	var origin v1.Pod
+	framework.Eventually(t, "the pod Running on vk-cluster2", func() (bool, string) {
+		pods := listPods(t, ns, "app=remote")
+		if len(pods) != 1 {
+			return false, fmt.Sprintf("%d pods", len(pods))
+		}
+		origin = pods[0]
+		return running(&origin) && origin.Spec.NodeName == "vk-cluster2", fmt.Sprintf("%s %v", origin.Status.Phase, origin.Status.ContainerStatuses)
+	})
+	tp, err := client2.CoreV1().Pods("c1-"+ns).Get(ctx, origin.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the pod in cluster 2: %v", err)
+	}
+	if tp.Spec.NodeName != "c2-mock" || tp.Status.PodIP != origin.Status.PodIP || tp.Labels["gokubelet.io/origin-uid"] != string(origin.UID) {
+		t.Errorf("target pod on %q ip %q uid label %q; origin ip %q uid %s", tp.Spec.NodeName, tp.Status.PodIP,
+			tp.Labels["gokubelet.io/origin-uid"], origin.Status.PodIP, origin.UID)
+	}
+	mustKubectl(t, nil, "", "", "delete", "deployment", "remote", "-n", ns, "--wait=false")
+	framework.Eventually(t, "the pod gone from both clusters", func() (bool, string) {
+		left := len(listPods(t, ns, "app=remote"))
+		remote, err := client2.CoreV1().Pods("c1-"+ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return left == 0 && len(remote.Items) == 0, fmt.Sprintf("%d origin, %d target", left, len(remote.Items))
+	})
+}
