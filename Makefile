@@ -20,7 +20,7 @@ stop:
 down:
 	hack/node.sh down
 
-# README command 2. TEST_TIERS="unit integration e2e" selects tiers.
+# README command 2. TEST_TIERS="unit integration e2e conformance" selects tiers.
 test:
 	hack/test.sh
 
@@ -38,7 +38,8 @@ deps:
 images:
 	hack/images.sh node
 
-# A local control plane (etcd, kube-apiserver, controller-manager, scheduler)
+# A local control plane (etcd, kube-apiserver, controller-manager, scheduler,
+# kube-proxy and CoreDNS)
 # with this kubelet joined as its node.
 cluster:
 	hack/cluster.sh up
@@ -61,3 +62,14 @@ bench:
 # BENCH_CHURN=N sets the number of pods (default 2000).
 bench-churn:
 	BENCH_MODE=churn hack/bench.sh
+
+# The conformance scoreboard: the upstream e2e suite's parallel
+# [NodeConformance] specs against this kubelet as the local cluster's node;
+# writes docs/conformance.md (both kubelets' columns). 30-60 minutes, plus
+# the first build of the suite. Variables: CONFORMANCE_KUBELET=upstream (the
+# upstream kubelet, for the comparison column), CONFORMANCE_SET=conformance
+# or serial (other spec sets), CONFORMANCE_SUBSET=FILE (just those specs, as
+# make test does). See docs/conformance-run.md.
+.PHONY: conformance
+conformance:
+	hack/conformance.sh

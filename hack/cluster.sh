@@ -2,8 +2,9 @@
 # A local Kubernetes control plane for our kubelet to join, in one command.
 #
 #   hack/cluster.sh up              start etcd, kube-apiserver, kube-controller-manager,
-#                                   kube-scheduler (each only if not running), then the
-#                                   node via hack/node.sh (not with CLUSTER_NODE=0)
+#                                   kube-scheduler, and the add-ons kube-proxy and CoreDNS
+#                                   (not with CLUSTER_ADDONS=0), each only if not running,
+#                                   then the node via hack/node.sh (not with CLUSTER_NODE=0)
 #   hack/cluster.sh down [--purge]  stop the node and the control plane; --purge also
 #                                   deletes all cluster state ($CLUSTER_DIR)
 #   hack/cluster.sh status          what runs, and whether the apiserver is ready
@@ -32,12 +33,19 @@ ADMIN_KUBECONFIG=$CLUSTER_DIR/admin.kubeconfig
 NODE_KUBECONFIG=$CLUSTER_DIR/node.kubeconfig
 CM_KUBECONFIG=$CLUSTER_DIR/controller-manager.kubeconfig
 SCHED_KUBECONFIG=$CLUSTER_DIR/scheduler.kubeconfig
+PROXY_KUBECONFIG=$CLUSTER_DIR/kube-proxy.kubeconfig
+PROXY_CONFIG=$CLUSTER_DIR/kube-proxy.yaml
+COREDNS_KUBECONFIG=$CLUSTER_DIR/coredns.kubeconfig
+COREDNS_CONFIG=$CLUSTER_DIR/Corefile
 KUBELET_ENV=$CLUSTER_DIR/kubelet-env
+COREDNS_BIN=$("$here/build-coredns.sh" --path)
 BOOTSTRAP_KUBECONFIG=$CLUSTER_DIR/bootstrap.kubeconfig
 BOOTSTRAP_TOKEN_FILE=$CLUSTER_DIR/bootstrap-token
 
-# Components in start order; `down` walks it backwards.
+# Components in start order; `down` walks it backwards (and always includes
+# the add-ons, so a cluster started with them is stopped whole).
 COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+ADDONS=(kube-proxy coredns)
 
 # ---- processes ---------------------------------------------------------------
 
@@ -180,6 +188,10 @@ write_configs() {
   kubeconfig system:kube-controller-manager controller-manager | write_if_changed "$CM_KUBECONFIG"
   kubeconfig system:kube-scheduler scheduler | write_if_changed "$SCHED_KUBECONFIG"
   kubeconfig "system:node:$NODE_NAME" node | write_if_changed "$NODE_KUBECONFIG"
+  kubeconfig system:kube-proxy kube-proxy | write_if_changed "$PROXY_KUBECONFIG"
+  kubeconfig system:coredns coredns | write_if_changed "$COREDNS_KUBECONFIG"
+  local dns=""
+  [ "$CLUSTER_ADDONS" = 1 ] && dns=$CLUSTER_DNS_IP
   bootstrap_kubeconfig | write_if_changed "$BOOTSTRAP_KUBECONFIG"
   # The settings a kubelet needs to join; sourced by hack/node.sh.
   write_if_changed "$KUBELET_ENV" <<EOF
@@ -189,7 +201,7 @@ NODE_IP=$(node_ip)
 NODE_KUBECONFIG=$NODE_KUBECONFIG
 APISERVER_URL=$APISERVER_URL
 CLUSTER_CA_FILE=$PKI_DIR/ca.crt
-CLUSTER_DNS=""
+CLUSTER_DNS="$dns"
 CLUSTER_DOMAIN=$CLUSTER_DOMAIN
 CLUSTER_CIDR=$CLUSTER_CIDR
 SERVICE_CIDR=$SERVICE_CIDR
@@ -298,6 +310,35 @@ subjects:
   kind: Group
   name: system:nodes
 EOF
+  # kube-proxy: iptables mode; traffic from any of the project's CNI bridges
+  # (gk-<instance>) is pod traffic, whichever containerd instance the node
+  # kubelet uses; the node IP is the bind address, so NodePorts and the node
+  # IP are right even before the Node exists.
+  write_if_changed "$PROXY_CONFIG" <<EOF
+# Written by hack/cluster.sh up.
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: $PROXY_KUBECONFIG
+hostnameOverride: $NODE_NAME
+bindAddress: $(node_ip)
+healthzBindAddress: 0.0.0.0:$KUBE_PROXY_HEALTHZ_PORT
+metricsBindAddress: 127.0.0.1:$KUBE_PROXY_METRICS_PORT
+mode: iptables
+# NodePorts on the node IP only (kube-proxy's advice; the default, all
+# local addresses, would include every CNI bridge's gateway).
+nodePortAddresses: [primary]
+detectLocalMode: InterfaceNamePrefix
+detectLocal:
+  interfaceNamePrefix: gk-
+conntrack:
+  # Leave the machine's conntrack table size alone.
+  maxPerCore: 0
+EOF
+  sed -e "s|__DNS_PORT__|$COREDNS_PORT|g" -e "s|__NODE_IP__|$(node_ip)|g" \
+    -e "s|__HEALTH_ADDR__|127.0.0.1:$COREDNS_HEALTH_PORT|g" -e "s|__READY_ADDR__|127.0.0.1:$COREDNS_READY_PORT|g" \
+    -e "s|__METRICS_ADDR__|127.0.0.1:$COREDNS_METRICS_PORT|g" -e "s|__CLUSTER_DOMAIN__|$CLUSTER_DOMAIN|g" \
+    -e "s|__KUBECONFIG__|$COREDNS_KUBECONFIG|g" "$here/addons/Corefile" | write_if_changed "$COREDNS_CONFIG"
 }
 
 # ---- components --------------------------------------------------------------
@@ -385,6 +426,27 @@ start_scheduler() {
     --profiling=false
 }
 
+start_kube_proxy() {
+  start kube-proxy "$KUBE_PROXY_HEALTHZ_PORT" "$BIN_DIR/kube-proxy" --config="$PROXY_CONFIG"
+}
+
+# The kube-dns Service, its EndpointSlice and CoreDNS's RBAC; applied on every
+# `up` (a no-op when unchanged), so a new machine IP is picked up.
+apply_dns_objects() {
+  sed -e "s|__DNS_PORT__|$COREDNS_PORT|g" -e "s|__NODE_IP__|$(node_ip)|g" -e "s|__DNS_IP__|$CLUSTER_DNS_IP|g" \
+    "$here/addons/coredns.yaml" |
+    kubectl --kubeconfig "$ADMIN_KUBECONFIG" apply -f - >/dev/null 2>"$CLUSTER_LOG_DIR/addons-apply.log" ||
+    { cat "$CLUSTER_LOG_DIR/addons-apply.log" >&2; die "applying hack/addons/coredns.yaml failed"; }
+}
+
+coredns_ready() { curl -sf --max-time 2 "http://127.0.0.1:$COREDNS_READY_PORT/ready" >/dev/null; }
+
+start_coredns() {
+  apply_dns_objects
+  start coredns "$COREDNS_PORT" "$COREDNS_BIN" -conf "$COREDNS_CONFIG"
+  wait_until "CoreDNS /ready" 60 coredns coredns_ready
+}
+
 # ---- metrics-server and the aggregation layer (kubectl top) ------------------
 # Everything about metrics-server lives in hack/metrics-server.sh; these
 # functions only fit it into up/down/status. METRICS_SERVER=0 leaves it out.
@@ -441,8 +503,11 @@ cmd_up() {
   # etcd, openssl, curl and the rest, from Debian, only what is missing.
   "$here/install-deps.sh"
   if [ "$BIN_DIR" = "$UPSTREAM_CACHE/$KUBE_VERSION/bin" ]; then
-    "$here/build-upstream.sh" kube-apiserver kube-controller-manager kube-scheduler >&2
+    local bins=(kube-apiserver kube-controller-manager kube-scheduler)
+    [ "$CLUSTER_ADDONS" = 1 ] && bins+=(kube-proxy)
+    "$here/build-upstream.sh" "${bins[@]}" >&2
   fi
+  [ "$CLUSTER_ADDONS" = 1 ] && "$here/build-coredns.sh" >&2
   mkdir -p "$CLUSTER_DIR" "$CLUSTER_RUN_DIR" "$CLUSTER_LOG_DIR"
   chmod 700 "$CLUSTER_DIR"
   "$here/pki.sh"
@@ -455,6 +520,10 @@ cmd_up() {
   start_controller_manager
   start_scheduler
   wait_until "the default ServiceAccount" 90 kube-controller-manager default_sa_exists
+  if [ "$CLUSTER_ADDONS" = 1 ]; then
+    start_kube_proxy
+    start_coredns
+  fi
   start_metrics_server
   if [ "${CLUSTER_NODE:-1}" = 0 ]; then
     log "CLUSTER_NODE=0: control plane only (node settings: $KUBELET_ENV)"
@@ -480,6 +549,14 @@ cmd_down() {
   fi
   stop_metrics_server
   local i
+  for ((i = ${#ADDONS[@]} - 1; i >= 0; i--)); do
+    stop "${ADDONS[$i]}"
+  done
+  # kube-proxy's rules would keep redirecting Service IPs to gone pods.
+  if [ -x "$BIN_DIR/kube-proxy" ] && iptables -t nat -S KUBE-SERVICES >/dev/null 2>&1; then
+    log "removing kube-proxy's iptables rules"
+    "$BIN_DIR/kube-proxy" --cleanup >>"$CLUSTER_LOG_DIR/kube-proxy.log" 2>&1 || log "kube-proxy --cleanup failed; see $CLUSTER_LOG_DIR/kube-proxy.log"
+  fi
   for ((i = ${#COMPONENTS[@]} - 1; i >= 0; i--)); do
     stop "${COMPONENTS[$i]}"
   done
@@ -491,7 +568,7 @@ cmd_down() {
 
 cmd_status() {
   local c pid
-  for c in "${COMPONENTS[@]}"; do
+  for c in "${COMPONENTS[@]}" "${ADDONS[@]}"; do
     if pid=$(running "$c"); then
       printf '%-24s running  pid %s\n' "$c" "$pid"
     else

@@ -15,6 +15,8 @@
 #   admin.crt/.key                         CN=kubernetes-admin, O=system:masters
 #   controller-manager.crt/.key            CN=system:kube-controller-manager
 #   scheduler.crt/.key                     CN=system:kube-scheduler
+#   kube-proxy.crt/.key                    CN=system:kube-proxy (bound to system:node-proxier by default RBAC)
+#   coredns.crt/.key                       CN=system:coredns (bound to ClusterRole system:coredns, hack/addons/coredns.yaml)
 #   node.crt/.key                          CN=system:node:$NODE_NAME, O=system:nodes
 #   kubelet-serving.crt/.key               kubelet's HTTPS serving cert for $NODE_NAME
 #   sa.key sa.pub                          service-account token signing key pair
@@ -102,6 +104,8 @@ ensure_cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubele
 ensure_cert admin "/O=system:masters/CN=kubernetes-admin" client
 ensure_cert controller-manager "/CN=system:kube-controller-manager" client
 ensure_cert scheduler "/CN=system:kube-scheduler" client
+ensure_cert kube-proxy "/CN=system:kube-proxy" client
+ensure_cert coredns "/CN=system:coredns" client
 ensure_cert node "/O=system:nodes/CN=system:node:$NODE_NAME" client
 ensure_cert kubelet-serving "/O=system:nodes/CN=system:node:$NODE_NAME" server \
   "DNS:$NODE_NAME,DNS:localhost,IP:127.0.0.1,IP:$ip"

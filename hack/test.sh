@@ -7,14 +7,17 @@
 #                 runtime manager against the test containerd)
 #   integration   the kubelet binary against containerd (test/integration)
 #   e2e           a real local cluster driven as a user would (test/e2e)
+#   conformance   the upstream e2e specs of test/conformance/subset.txt (specs
+#                 this kubelet passes) against it on the local cluster, with
+#                 hack/conformance.sh; the full run is `make conformance`
 #
 # Nothing is skipped: tests that need containerd get its endpoint. Each stage
 # prints a progress line with its duration, so a newcomer sees where the time
-# goes. TEST_TIERS selects tiers (default "unit integration e2e"); the logs
-# of the Go tiers are kept in _output/test-<tier>.log.
+# goes. TEST_TIERS selects tiers (default "unit integration e2e conformance");
+# the logs of the tiers are kept in _output/test-<tier>.log.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-TIERS=${TEST_TIERS:-unit integration e2e}
+TIERS=${TEST_TIERS:-unit integration e2e conformance}
 mkdir -p _output
 
 t0=$SECONDS
@@ -36,7 +39,7 @@ stage "test containerd and local images"
 hack/containerd.sh up test
 hack/images.sh test
 export GOKUBELET_CRI_ENDPOINT=unix://$(hack/containerd.sh socket test)
-if wants e2e; then
+if wants e2e || wants conformance; then
   stage "upstream control plane (the first run builds it from the Go module proxy: minutes; cached after)"
   hack/build-upstream.sh kube-apiserver kube-controller-manager kube-scheduler
   stage "upstream kubelet for the takeover test (the first run builds it: minutes; cached after)"
@@ -64,7 +67,7 @@ if wants unit; then
   stage "unit tests (go vet, layout check, packages; the runtime manager against containerd)"
   go vet ./...
   go run ./hack/tools/layout -check
-  tier unit $(go list ./... | grep -v /test/) ./test/bench
+  tier unit $(go list ./... | grep -v /test/) ./test/bench ./test/conformance/...
 fi
 if wants integration; then
   stage "integration tests (the kubelet binary against containerd)"
@@ -73,6 +76,17 @@ fi
 if wants e2e; then
   stage "end-to-end tests (a local cluster: etcd, kube-apiserver, controller-manager, scheduler, this kubelet)"
   tier e2e -p 1 -v -timeout 45m ./test/e2e
+fi
+if wants conformance; then
+  stage "conformance subset (upstream e2e specs of test/conformance/subset.txt; the first run builds the suite, kube-proxy and CoreDNS: minutes)"
+  set +e
+  CONFORMANCE_SUBSET=test/conformance/subset.txt hack/conformance.sh 2>&1 | tee _output/test-conformance.log
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" != 0 ]; then
+    echo "== conformance: FAILED (see _output/test-conformance.log)"
+    status=1
+  fi
 fi
 stage ""
 echo "== make test: $([ $status = 0 ] && echo passed || echo FAILED) in $((SECONDS - t0))s (tiers: $TIERS)"

@@ -3,3 +3,7 @@
 # are built at KUBE_VERSION; change it here only.
 KUBE_VERSION=${KUBE_VERSION:-v1.34.4}
 UPSTREAM_CACHE=${UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/upstream}
+# The cluster DNS server, built from the Go module proxy (hack/build-coredns.sh);
+# the version kubeadm deploys with KUBE_VERSION.
+COREDNS_VERSION=${COREDNS_VERSION:-v1.12.1}
+COREDNS_CACHE=${COREDNS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/coredns}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -179,6 +180,31 @@ func TestMirrorPodsFollowStaticPods(t *testing.T) {
 	core.TriggerMirrors()
 	eventually(t, "the mirror pod deleted", func() bool {
 		_, err := client.CoreV1().Pods("kube-system").Get(ctx, "etcd-virt-1", metav1.GetOptions{})
+		return err != nil
+	})
+}
+
+// A mirror pod whose static pod this kubelet does not run is deleted at
+// once even when someone already started a graceful deletion (the garbage
+// collector after the Node was recreated, a user): nothing else would ever
+// finish it, and it would stay Terminating, not Ready, in kube-system.
+func TestTerminatingOrphanedMirrorPodIsDeleted(t *testing.T) {
+	ctx := context.Background()
+	now := metav1.Now()
+	orphan := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-virt-1", Namespace: "kube-system", UID: "mirror-uid",
+			DeletionTimestamp: &now, DeletionGracePeriodSeconds: ptr.To[int64](30),
+			Annotations: map[string]string{podspec.ConfigMirrorAnnotation: "gone-hash", podspec.ConfigSourceAnnotation: podspec.SourceFile}},
+		Spec: v1.PodSpec{NodeName: "virt-1", Containers: []v1.Container{{Name: "c", Image: "img"}}},
+	}
+	client := fakeAPI(orphan)
+	l := &lifecycle{}
+	l.running.Store(true)
+	core := startCore(t, client, l)
+	core.Pods().AddOrUpdate(orphan)
+	core.TriggerMirrors()
+	eventually(t, "the terminating orphaned mirror pod deleted", func() bool {
+		_, err := client.CoreV1().Pods("kube-system").Get(ctx, "web-virt-1", metav1.GetOptions{})
 		return err != nil
 	})
 }

@@ -7,6 +7,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/pkg/node/mirrorpod"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -88,8 +89,13 @@ func (l *mirrorLoop) reconcile(ctx context.Context) {
 			}
 		}
 	}
+	// An orphaned mirror pod goes at once, also when a graceful deletion
+	// was started by someone else (the garbage collector after the Node
+	// was recreated, a user): only the node finishes a pod's deletion, and
+	// a mirror runs nothing to wait for. Otherwise it would stay
+	// Terminating, and never Ready, for good.
 	for _, m := range c.pods.Mirrors() {
-		if wanted[podspec.FullName(m)] || m.DeletionTimestamp != nil {
+		if wanted[podspec.FullName(m)] || (m.DeletionTimestamp != nil && ptr.Deref(m.DeletionGracePeriodSeconds, 1) == 0) {
 			continue
 		}
 		uid := m.UID

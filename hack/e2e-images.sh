@@ -1,0 +1,320 @@
+#!/usr/bin/env bash
+# Builds the images the upstream e2e suite runs, locally (no registry is
+# reachable here), under the exact names and tags of the pinned version's
+# test/utils/image/manifest.go, and imports them into one instance's
+# containerd (namespace k8s.io).
+#
+#   hack/e2e-images.sh [INSTANCE]    INSTANCE defaults to "node"; starts its containerd
+#   hack/e2e-images.sh --list        print the image names and exit
+#
+# Each image keeps what the suite relies on from upstream's: entrypoint,
+# command, stop signal, exposed ports, working directory, users and groups,
+# files, and the tools tests run inside (see docs/conformance-run.md, "Test
+# images", for each image and where it differs). Binaries that upstream
+# builds from k8s.io/kubernetes (agnhost, nnp) are built from the same module
+# at the pinned version (hack/build-upstream.sh); the tools upstream installs
+# from Alpine or Debian packages are copied from this machine's Debian
+# packages together with the libraries `ldd` names; the base system is
+# Debian's busybox (the dynamically linked build, unpacked from its package:
+# like Alpine's and Docker's, its shell runs commands found in PATH, where
+# busybox-static's prefers its own applets and would shadow the tools the
+# images add, e.g. nc -u).
+#
+# Idempotent: nothing is rebuilt or imported when the stamp (hash of inputs)
+# matches and every image is present. Intermediates live in _output/e2e-images.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
+
+E2E=registry.k8s.io/e2e-test-images
+# name:tag of each image; the tags are those of the pinned manifest.go.
+IMAGES=(
+  "$E2E/agnhost:2.56"
+  "$E2E/busybox:1.37.0-1"
+  "$E2E/nonroot:1.4"
+  "$E2E/nonewprivs:1.3"
+  "$E2E/nginx:1.14-4"
+  "$E2E/nginx:1.15-4"
+  "$E2E/httpd:2.4.38-4"
+  "$E2E/httpd:2.4.39-4"
+  "$E2E/jessie-dnsutils:1.7"
+)
+if [ "${1:-}" = --list ]; then
+  printf '%s\n' "${IMAGES[@]}"
+  exit 0
+fi
+
+gk_require_root
+[ $# -le 1 ] || gk_die "usage: hack/e2e-images.sh [INSTANCE] | --list"
+gk_instance "${1:-node}"
+
+SRC=$GK_REPO_ROOT/images/e2e
+work=$GK_OUTPUT/e2e-images
+mkdir -p "$work"
+BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin
+
+# Tools copied into the images, from Debian packages installed on this machine.
+TOOL_PKGS=(bash curl bind9-dnsutils netcat-openbsd iproute2 iperf umoci)
+installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
+need=()
+for p in "${TOOL_PKGS[@]}"; do installed "$p" || need+=("$p"); done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "e2e-images: installing ${need[*]} (tools the test images carry)" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update >/dev/null 2>&1 || gk_die "apt-get update failed"
+  apt-get install -y --no-install-recommends "${need[@]}" >/dev/null || gk_die "apt-get install ${need[*]} failed"
+fi
+# nginx and the dynamically linked busybox are only unpacked (dpkg -x), never
+# installed: no service on this host, and busybox-static stays the host's.
+debs=$work/debs
+if ! ls "$debs"/nginx_*.deb "$debs"/nginx-common_*.deb "$debs"/busybox_*.deb >/dev/null 2>&1; then
+  mkdir -p "$debs"
+  (cd "$debs" && { apt-get download nginx nginx-common busybox >/dev/null 2>&1 ||
+    { apt-get update >/dev/null 2>&1 && apt-get download nginx nginx-common busybox >/dev/null; }; }) ||
+    gk_die "apt-get download nginx nginx-common busybox failed"
+fi
+BUSYBOX_ROOT=$work/busybox.debroot
+rm -rf "$BUSYBOX_ROOT" && mkdir -p "$BUSYBOX_ROOT"
+dpkg -x "$(ls "$debs"/busybox_*.deb | tail -n 1)" "$BUSYBOX_ROOT"
+BUSYBOX=$BUSYBOX_ROOT/bin/busybox
+[ -x "$BUSYBOX" ] || gk_die "no bin/busybox in $(ls "$debs"/busybox_*.deb)"
+
+"$GK_REPO_ROOT/hack/build-upstream.sh" agnhost nonewprivs >&2
+COREDNS_BIN=$("$GK_REPO_ROOT/hack/build-coredns.sh" --path)
+[ -x "$COREDNS_BIN" ] || "$GK_REPO_ROOT/hack/build-coredns.sh" >&2
+
+stamp=$(
+  {
+    cat "$GK_REPO_ROOT/hack/e2e-images.sh"
+    (cd "$SRC" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+    sha256sum "$BIN/agnhost" "$BIN/nonewprivs" "$COREDNS_BIN" "$debs"/*.deb
+    dpkg-query -W "${TOOL_PKGS[@]}"
+    umoci --version
+  } | sha256sum | cut -d' ' -f1
+)
+
+present() {
+  local have img
+  have=$(gk_ctr -n k8s.io images ls -q 2>/dev/null) || return 1
+  for img in "${IMAGES[@]}"; do grep -qxF "$img" <<<"$have" || return 1; done
+}
+
+# ---- rootfs helpers ----------------------------------------------------------
+
+# base_busybox ROOTFS ETC: a minimal system: Debian's busybox (with its
+# libraries) and every applet linked into /bin, the usual directories, and
+# passwd/group from images/e2e/ETC.
+base_busybox() {
+  local r=$1 etc=$2 applet
+  rm -rf "$r" && mkdir -p "$r"/{bin,sbin,etc,root,tmp,home,dev,proc,sys,run,usr/bin,usr/sbin,usr/local/bin,usr/local/sbin,var/tmp,var/log,var/spool/mail,var/www}
+  chmod 1777 "$r/tmp" "$r/var/tmp"
+  chmod 0700 "$r/root"
+  copy_bin "$r" "$BUSYBOX" /bin/busybox
+  for applet in $("$BUSYBOX" --list); do
+    [ "$applet" = busybox ] && continue # would replace the binary by a link to itself
+    ln -sf busybox "$r/bin/$applet"
+  done
+  install -m 0644 "$SRC/$etc/passwd" "$r/etc/passwd"
+  install -m 0644 "$SRC/$etc/group" "$r/etc/group"
+  printf 'hosts: files dns\nnetworks: files\n' >"$r/etc/nsswitch.conf"
+  printf 'root:*::0:::::\n' >"$r/etc/shadow"
+  chmod 0640 "$r/etc/shadow"
+}
+
+# copy_bin ROOTFS SRC [DEST]: copies a host binary into the image at DEST
+# (default: the same path) with every shared library `ldd` names, at the
+# paths ldd resolved them to, and the dynamic loader.
+copy_bin() {
+  local r=$1 src=$2 dest=${3:-$2} lib
+  [ -x "$src" ] || gk_die "$src not found (package missing?)"
+  mkdir -p "$r$(dirname "$dest")"
+  rm -f "$r$dest"
+  cp -L "$src" "$r$dest"
+  chmod 0755 "$r$dest"
+  ldd "$src" 2>/dev/null | grep -q 'not a dynamic executable' && return 0
+  if ldd "$src" | grep -q 'not found'; then
+    ldd "$src" >&2
+    gk_die "$src needs libraries this machine does not have"
+  fi
+  for lib in $(ldd "$src" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'); do
+    [ -e "$r$lib" ] && continue
+    mkdir -p "$r$(dirname "$lib")"
+    cp -L "$lib" "$r$lib"
+  done
+}
+
+# oci_image NAME TAG ROOTFS OUT.tar umoci-config-args...: a one-layer OCI
+# layout of ROOTFS, written as a tar.
+oci_image() {
+  local name=$1 tag=$2 rootfs=$3 out=$4 layout
+  shift 4
+  layout=$work/$name-$tag.oci
+  rm -rf "$layout"
+  umoci init --layout "$layout"
+  umoci new --image "$layout:$tag"
+  umoci insert --image "$layout:$tag" "$rootfs" / >/dev/null
+  umoci config --image "$layout:$tag" --author "gokubelet hack/e2e-images.sh" --os linux \
+    --architecture "$(go env GOARCH)" "$@"
+  umoci gc --layout "$layout"
+  tar -C "$layout" -cf "$out.tmp" . && mv -f "$out.tmp" "$out"
+}
+
+PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# ---- the images --------------------------------------------------------------
+
+# agnhost: upstream is alpine 3.21 with bind-tools, curl, netcat-openbsd,
+# iproute2, iperf and bash, /coredns, the porter's certificate, /uploads,
+# /agnhost and /agnhost-2, and the user/group the supplemental-groups tests
+# expect.
+build_agnhost() {
+  local r=$work/agnhost.rootfs
+  base_busybox "$r" etc-alpine
+  copy_bin "$r" /bin/bash /bin/bash
+  copy_bin "$r" /usr/bin/curl
+  copy_bin "$r" /usr/bin/dig
+  copy_bin "$r" /usr/bin/host
+  copy_bin "$r" /usr/bin/nslookup
+  copy_bin "$r" /bin/nc.openbsd /usr/bin/nc
+  copy_bin "$r" /bin/ip /sbin/ip
+  copy_bin "$r" /bin/ss /usr/sbin/ss
+  copy_bin "$r" /usr/bin/iperf
+  ln -s /usr/bin/iperf "$r/usr/local/bin/iperf"
+  install -m 0755 "$COREDNS_BIN" "$r/coredns"
+  install -m 0755 "$BIN/agnhost" "$r/agnhost"
+  ln -s agnhost "$r/agnhost-2"
+  local porter
+  porter=$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/test/images/agnhost/porter
+  install -m 0644 "$porter/localhost.crt" "$r/localhost.crt"
+  install -m 0600 "$porter/localhost.key" "$r/localhost.key"
+  mkdir -p "$r/uploads"
+  # adduser -u 1000 -D user-defined-in-image; addgroup -g 50000 group-defined-in-image;
+  # addgroup user-defined-in-image group-defined-in-image
+  echo 'user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh' >>"$r/etc/passwd"
+  echo 'user-defined-in-image:x:1000:' >>"$r/etc/group"
+  echo 'group-defined-in-image:x:50000:user-defined-in-image' >>"$r/etc/group"
+  echo 'user-defined-in-image:!::0:::::' >>"$r/etc/shadow"
+  mkdir -p "$r/home/user-defined-in-image"
+  chown 1000:1000 "$r/home/user-defined-in-image"
+  oci_image agnhost 2.56 "$r" "$work/agnhost-2.56.tar" \
+    --config.entrypoint /agnhost --config.cmd pause --config.env "$PATH_ENV" \
+    --config.exposedports 80/tcp --config.exposedports 8080/tcp --config.exposedports 8081/tcp \
+    --config.exposedports 9376/tcp --config.exposedports 5000/tcp
+}
+
+# busybox: upstream is Docker's busybox:1.37.0 (every applet in /bin, cmd sh).
+build_busybox() {
+  local r=$work/busybox.rootfs
+  base_busybox "$r" etc-busybox
+  oci_image busybox 1.37.0-1 "$r" "$work/busybox-1.37.0-1.tar" --config.cmd sh --config.env "$PATH_ENV"
+}
+
+# nonroot: upstream is debian-base (bookworm) with USER 1234.
+build_nonroot() {
+  local r=$work/nonroot.rootfs
+  base_busybox "$r" etc-debian
+  copy_bin "$r" /bin/bash /bin/bash
+  oci_image nonroot 1.4 "$r" "$work/nonroot-1.4.tar" --config.cmd /bin/bash --config.user 1234 --config.env "$PATH_ENV"
+}
+
+# nonewprivs: upstream is alpine with /usr/local/bin/nnp (setuid, setgid root), cmd nnp.
+build_nonewprivs() {
+  local r=$work/nonewprivs.rootfs
+  base_busybox "$r" etc-alpine
+  install -m 6755 -o 0 -g 0 "$BIN/nonewprivs" "$r/usr/local/bin/nnp"
+  oci_image nonewprivs 1.3 "$r" "$work/nonewprivs-1.3.tar" --config.cmd nnp --config.env "$PATH_ENV"
+}
+
+# nginx: upstream is nginx:<version>-alpine: nginx in the foreground, user
+# nginx (101), logs to stdout/stderr, the welcome page. The binary is
+# Debian's nginx package (unpacked, not installed).
+build_nginx() {
+  local tag=$1 version=$2 r=$work/nginx-$1.rootfs x=$work/nginx.debroot
+  rm -rf "$x" && mkdir -p "$x"
+  for d in "$debs"/nginx_*.deb "$debs"/nginx-common_*.deb; do dpkg -x "$d" "$x"; done
+  base_busybox "$r" etc-alpine
+  echo 'nginx:x:101:101:nginx:/var/cache/nginx:/sbin/nologin' >>"$r/etc/passwd"
+  echo 'nginx:x:101:nginx' >>"$r/etc/group"
+  copy_bin "$r" "$x/usr/sbin/nginx" /usr/sbin/nginx
+  mkdir -p "$r/etc/nginx/conf.d" "$r/usr/share/nginx/html" "$r/var/log/nginx" "$r/var/cache/nginx" \
+    "$r/var/lib/nginx"/{body,proxy,fastcgi,uwsgi,scgi} "$r/var/run" "$r/run/nginx" "$r/usr/lib/nginx/modules"
+  install -m 0644 "$x/etc/nginx/mime.types" "$r/etc/nginx/mime.types"
+  install -m 0644 "$SRC/nginx/nginx.conf" "$r/etc/nginx/nginx.conf"
+  install -m 0644 "$SRC/nginx/default.conf" "$r/etc/nginx/conf.d/default.conf"
+  install -m 0644 "$SRC/nginx/index.html" "$SRC/nginx/50x.html" "$r/usr/share/nginx/html/"
+  ln -sf /dev/stdout "$r/var/log/nginx/access.log"
+  ln -sf /dev/stderr "$r/var/log/nginx/error.log"
+  oci_image nginx "$tag" "$r" "$work/nginx-$tag.tar" \
+    --config.cmd nginx --config.cmd -g --config.cmd 'daemon off;' --config.env "$PATH_ENV" \
+    --config.env "NGINX_VERSION=$version" --config.exposedports 80/tcp --config.stopsignal SIGTERM
+}
+
+# httpd: upstream is httpd:<version>-alpine: httpd-foreground in
+# /usr/local/apache2, stop signal SIGWINCH, "It works!". Here busybox httpd
+# serves it (images/e2e/httpd/httpd-foreground).
+build_httpd() {
+  local tag=$1 version=$2 r=$work/httpd-$1.rootfs
+  base_busybox "$r" etc-alpine
+  mkdir -p "$r/usr/local/apache2/htdocs" "$r/usr/local/apache2/logs"
+  install -m 0644 "$SRC/httpd/index.html" "$r/usr/local/apache2/htdocs/index.html"
+  install -m 0755 "$SRC/httpd/httpd-foreground" "$r/usr/local/bin/httpd-foreground"
+  oci_image httpd "$tag" "$r" "$work/httpd-$tag.tar" \
+    --config.cmd httpd-foreground --config.workingdir /usr/local/apache2 \
+    --config.env "PATH=/usr/local/apache2/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    --config.env HTTPD_PREFIX=/usr/local/apache2 --config.env "HTTPD_VERSION=$version" \
+    --config.exposedports 80/tcp --config.stopsignal SIGWINCH
+}
+
+# jessie-dnsutils: upstream is debian:jessie with dnsutils and /coredns.
+build_jessie_dnsutils() {
+  local r=$work/jessie-dnsutils.rootfs
+  base_busybox "$r" etc-debian
+  copy_bin "$r" /bin/bash /bin/bash
+  copy_bin "$r" /usr/bin/dig
+  copy_bin "$r" /usr/bin/host
+  copy_bin "$r" /usr/bin/nslookup
+  install -m 0755 "$COREDNS_BIN" "$r/coredns"
+  oci_image jessie-dnsutils 1.7 "$r" "$work/jessie-dnsutils-1.7.tar" --config.cmd bash --config.env "$PATH_ENV"
+}
+
+build() {
+  echo "e2e-images: building ${#IMAGES[@]} images into $work" >&2
+  build_agnhost
+  build_busybox
+  build_nonroot
+  build_nonewprivs
+  build_nginx 1.14-4 1.14.2
+  build_nginx 1.15-4 1.15.12
+  build_httpd 2.4.38-4 2.4.38
+  build_httpd 2.4.39-4 2.4.39
+  build_jessie_dnsutils
+  echo "$stamp" >"$work/stamp"
+}
+
+import() {
+  local snap img name tag
+  snap=$(cat "$GK_CTRD_DIR/snapshotter" 2>/dev/null || echo overlayfs)
+  for img in "${IMAGES[@]}"; do
+    name=${img%:*} tag=${img##*:}
+    gk_ctr -n k8s.io images import --snapshotter "$snap" --base-name "$name" \
+      "$work/$(basename "$name")-$tag.tar" >/dev/null || gk_die "importing $img into $GK_INST failed"
+  done
+  present || gk_die "images missing in $GK_INST after import"
+}
+
+"$GK_REPO_ROOT/hack/containerd.sh" up "$GK_INST"
+
+if [ "$(cat "$GK_LIB/e2e-images.stamp" 2>/dev/null)" = "$stamp" ] && present; then
+  exit 0
+fi
+
+# One build at a time: instances share _output/e2e-images.
+exec 9>"$work/.lock"
+flock 9
+if [ "$(cat "$work/stamp" 2>/dev/null)" != "$stamp" ]; then
+  build
+fi
+import
+flock -u 9
+echo "$stamp" >"$GK_LIB/e2e-images.stamp"
+echo "e2e-images: ${#IMAGES[@]} images imported into $GK_INST" >&2

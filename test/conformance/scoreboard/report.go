@@ -1,0 +1,217 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Kubelets in report column order.
+var kubelets = []string{"ours", "upstream"}
+
+func columnTitle(k string, r *Results) string {
+	if k == "upstream" {
+		v := ""
+		if r != nil {
+			v = " " + r.KubeVersion
+		}
+		return "upstream kubelet" + v
+	}
+	return "our kubelet"
+}
+
+// WriteReport renders docs/conformance.md from the last results of each
+// kubelet (either may be nil: its column then says "not run").
+func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc string) error {
+	var first *Results
+	for _, k := range kubelets {
+		if runs[k] != nil {
+			first = runs[k]
+			break
+		}
+	}
+	if first == nil {
+		return fmt.Errorf("no results for set %q", set)
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+
+	p("# Conformance scoreboard\n\n")
+	p("Written by `make conformance` (hack/conformance.sh) from the results in\n")
+	p("`test/conformance/results/`; do not edit. How to run it, what the run\n")
+	p("needs and how the figures are counted: [conformance-run.md](conformance-run.md).\n\n")
+	p("The upstream end-to-end suite %s, set `%s`: %s\n", first.KubeVersion, set, setDoc)
+	p("(focus `%s`, skip `%s`), run against the local cluster with our kubelet\n", mdCode(first.Focus), mdCode(first.Skip))
+	p("and, for comparison, with the upstream kubelet of the same version on the\n")
+	p("same cluster, machine and containerd.\n\n")
+
+	// Totals.
+	p("| | %s | %s |\n|---|---|---|\n", columnTitle("ours", runs["ours"]), columnTitle("upstream", runs["upstream"]))
+	row := func(label string, f func(r *Results) string) {
+		p("| %s |", label)
+		for _, k := range kubelets {
+			if r := runs[k]; r != nil {
+				p(" %s |", f(r))
+			} else {
+				p(" not run |")
+			}
+		}
+		p("\n")
+	}
+	row("date (UTC)", func(r *Results) string { return r.Date })
+	row("commit", func(r *Results) string { return "`" + r.Commit + "`" })
+	row("specs selected", func(r *Results) string { return fmt.Sprint(len(r.Specs)) })
+	for _, st := range []string{Passed, Failed, Skipped, Excluded} {
+		st := st
+		row("**"+st+"**", func(r *Results) string { return fmt.Sprint(r.Totals()[st]) })
+	}
+	row("wall time", func(r *Results) string {
+		return fmt.Sprintf("%s (%d ginkgo processes)", (time.Duration(r.WallSeconds) * time.Second).String(), r.Procs)
+	})
+	p("\n")
+
+	// Failures of ours by category.
+	if r := runs["ours"]; r != nil {
+		counts := map[string]int{}
+		upstreamPass := map[string]int{}
+		up := index(runs["upstream"])
+		for _, s := range r.Specs {
+			if s.State == Failed {
+				counts[s.Category]++
+				if u, ok := up[s.Name]; ok && u.State == Passed {
+					upstreamPass[s.Category]++
+				}
+			}
+		}
+		if len(counts) > 0 {
+			p("## Our failures by cause\n\n")
+			p("Grouped by what the failure message points at (rules in\n")
+			p("`test/conformance/scoreboard/cause.go`).\n\n")
+			p("| cause | specs | of which the upstream kubelet passes |\n|---|---|---|\n")
+			cats := make([]string, 0, len(counts))
+			for c := range counts {
+				cats = append(cats, c)
+			}
+			sort.Slice(cats, func(i, j int) bool {
+				if counts[cats[i]] != counts[cats[j]] {
+					return counts[cats[i]] > counts[cats[j]]
+				}
+				return cats[i] < cats[j]
+			})
+			for _, c := range cats {
+				up := "–"
+				if runs["upstream"] != nil {
+					up = fmt.Sprint(upstreamPass[c])
+				}
+				p("| %s | %d | %s |\n", mdCell(c), counts[c], up)
+			}
+			p("\n")
+		}
+	}
+
+	// Every spec that is not a pass in some column.
+	names := map[string]bool{}
+	for _, k := range kubelets {
+		if r := runs[k]; r != nil {
+			for _, s := range r.Specs {
+				if s.State == Failed || s.State == Skipped {
+					names[s.Name] = true
+				}
+			}
+		}
+	}
+	if len(names) > 0 {
+		p("## Specs that do not pass\n\n")
+		p("Each with its one-line cause, from the JUnit failure message (unique\n")
+		p("names, addresses and durations replaced by `<n>`, `<ip>`, `<t>`). A\n")
+		p("failure with our kubelet alone is ours to fix; one in both columns points\n")
+		p("at the environment or the suite.\n\n")
+		p("| spec | %s | %s |\n|---|---|---|\n", columnTitle("ours", runs["ours"]), columnTitle("upstream", runs["upstream"]))
+		sorted := make([]string, 0, len(names))
+		for n := range names {
+			sorted = append(sorted, n)
+		}
+		sort.Strings(sorted)
+		idx := map[string]map[string]Spec{}
+		for _, k := range kubelets {
+			idx[k] = index(runs[k])
+		}
+		for _, n := range sorted {
+			p("| %s |", mdCell(n))
+			for _, k := range kubelets {
+				if runs[k] == nil {
+					p(" not run |")
+					continue
+				}
+				s, ok := idx[k][n]
+				switch {
+				case !ok:
+					p(" not selected |")
+				case s.State == Passed:
+					p(" pass |")
+				case s.State == Failed && s.Evidence != "":
+					p(" **FAIL**: %s — %s |", mdCell(s.Cause), mdCell(s.Evidence))
+				case s.State == Failed:
+					p(" **FAIL**: %s |", mdCell(s.Cause))
+				case s.State == Skipped:
+					p(" skipped: %s |", mdCell(s.Cause))
+				case s.State == Excluded:
+					p(" excluded |")
+				}
+			}
+			p("\n")
+		}
+		p("\n")
+	}
+
+	// Exclusions (the same list applies to both kubelets).
+	var excl []Spec
+	seen := map[string]bool{}
+	for _, k := range kubelets {
+		if r := runs[k]; r != nil {
+			for _, s := range r.Specs {
+				if s.State == Excluded && !seen[s.Name] {
+					seen[s.Name] = true
+					excl = append(excl, s)
+				}
+			}
+		}
+	}
+	if len(excl) > 0 {
+		sort.Slice(excl, func(i, j int) bool { return excl[i].Name < excl[j].Name })
+		p("## Excluded by name\n\n")
+		p("Specs that need something this machine cannot have; listed with the reason in\n")
+		p("`test/conformance/exclusions.txt` and skipped by exact name for both kubelets.\n\n")
+		p("| spec | reason |\n|---|---|\n")
+		for _, s := range excl {
+			p("| %s | %s |\n", mdCell(s.Name), mdCell(s.Cause))
+		}
+		p("\n")
+	}
+	return nil
+}
+
+func index(r *Results) map[string]Spec {
+	m := map[string]Spec{}
+	if r != nil {
+		for _, s := range r.Specs {
+			m[s.Name] = s
+		}
+	}
+	return m
+}
+
+// mdCell escapes text for a Markdown table cell.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	s = strings.ReplaceAll(s, "|", `\|`)
+	s = strings.ReplaceAll(s, "<", "&lt;")
+	s = strings.ReplaceAll(s, ">", "&gt;")
+	return s
+}
+
+// mdCode makes text safe inside a `code span` in a table or paragraph.
+func mdCode(s string) string {
+	return strings.ReplaceAll(s, "`", "'")
+}

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// A report in the shape the e2e framework writes (Ginkgo's JUnit reporter,
+// failure message attribute omitted).
+const sampleJUnit = `<?xml version="1.0" encoding="UTF-8"?>
+  <testsuites tests="7" disabled="3" errors="0" failures="2" time="100">
+      <testsuite name="Kubernetes e2e suite" package="/e2e" tests="7" disabled="0" skipped="3" errors="0" failures="2" time="100" timestamp="2025-01-01T00:00:00">
+          <testcase name="[SynchronizedBeforeSuite]" classname="Kubernetes e2e suite" status="passed" time="1"></testcase>
+          <testcase name="[It] [sig-node] Pods should get a host IP [NodeConformance] [Conformance]" classname="Kubernetes e2e suite" status="passed" time="4.5"></testcase>
+          <testcase name="[It] [sig-node] Downward API should provide pod name [NodeConformance] [Conformance]" classname="Kubernetes e2e suite" status="failed" time="12">
+              <failure message="" type="failed">[FAILED] failed to get logs from downward-api-4a2b for dapi-container: Get &#34;https://10.0.2.15:10250/containerLogs/downward-api-1234/downward-api-4a2b/dapi-container&#34;: dial tcp 10.0.2.15:10250: connect: connection refused&#xA;In [It] at: k8s.io/kubernetes/test/e2e/framework/pod/output/output.go:263 @ 01/01/25 00:00:10.000&#xA;</failure>
+          </testcase>
+          <testcase name="[It] [sig-node] Probing container should be restarted [NodeConformance]" classname="Kubernetes e2e suite" status="timedout" time="300">
+              <failure message="" type="timedout">[TIMEDOUT] A suite timeout occurred&#xA;In [It] at: k8s.io/kubernetes/test/e2e/common/node/container_probe.go:100 @ 01/01/25 00:05:00.000&#xA;</failure>
+          </testcase>
+          <testcase name="[It] [sig-node] Sysctls should support sysctls [NodeConformance]" classname="Kubernetes e2e suite" status="skipped" time="0.1">
+              <skipped message="skipped - Only supported for node OS distro [gci ubuntu] (not debian)"></skipped>
+          </testcase>
+          <testcase name="[It] [sig-apps] Deployment should run [Conformance]" classname="Kubernetes e2e suite" status="skipped" time="0">
+              <skipped message="skipped"></skipped>
+          </testcase>
+          <testcase name="[It] [sig-node] Container Runtime should be able to pull image [NodeConformance]" classname="Kubernetes e2e suite" status="skipped" time="0">
+              <skipped message="skipped"></skipped>
+          </testcase>
+          <testcase name="[It] [sig-node] Pods should be slow [NodeConformance] [Slow]" classname="Kubernetes e2e suite" status="skipped" time="0">
+              <skipped message="skipped"></skipped>
+          </testcase>
+          <testcase name="[ReportAfterSuite] Kubernetes e2e JUnit report" classname="Kubernetes e2e suite" status="passed" time="0"></testcase>
+      </testsuite>
+  </testsuites>`
+
+func TestParseJUnitKeepsOnlyItCases(t *testing.T) {
+	ran, start, err := parseJUnit(strings.NewReader(sampleJUnit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if start != "2025-01-01T00:00:00" {
+		t.Errorf("start = %q", start)
+	}
+	if len(ran) != 7 {
+		t.Fatalf("got %d [It] cases, want 7: %+v", len(ran), ran)
+	}
+	want := map[string]string{
+		"[sig-node] Pods should get a host IP [NodeConformance] [Conformance]":            Passed,
+		"[sig-node] Downward API should provide pod name [NodeConformance] [Conformance]": Failed,
+		"[sig-node] Probing container should be restarted [NodeConformance]":              Failed,
+		"[sig-node] Sysctls should support sysctls [NodeConformance]":                     Skipped,
+		"[sig-apps] Deployment should run [Conformance]":                                  "", // filtered out
+	}
+	for _, r := range ran {
+		if w, ok := want[r.Name]; ok && r.State != w {
+			t.Errorf("%s: state %q, want %q", r.Name, r.State, w)
+		}
+	}
+}
+
+func TestFailureMessage(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"[FAILED] boom\nIn [It] at: x.go:1 @ now\n", "boom"},
+		{"[FAILED] line one\nline two\nIn [BeforeEach] at: x.go:1 @ now\n\nThere were additional failures", "line one\nline two"},
+		{"[TIMEDOUT] A suite timeout occurred\nIn [It] at: x.go:1 @ now", "A suite timeout occurred"},
+		{"[sig-node] not a tag\nIn [It] at: x.go:1", "[sig-node] not a tag"},
+		{"", "failed"},
+	} {
+		if got := failureMessage(&junitResult{Type: "failed", Text: tc.text}); got != tc.want {
+			t.Errorf("failureMessage(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+	if got := failureMessage(&junitResult{Message: "attr wins", Text: "[FAILED] text"}); got != "attr wins" {
+		t.Errorf("message attribute not preferred: %q", got)
+	}
+}
+
+func TestCause(t *testing.T) {
+	for _, tc := range []struct{ msg, want string }{
+		{
+			`failed to get logs from downward-api-4a2b for dapi-container: Get "https://10.0.2.15:10250/containerLogs/downward-api-1234/x": dial tcp 10.0.2.15:10250: connect: connection refused`,
+			`failed to get logs from downward-api-4a2b for dapi-container: Get "https://<ip>:10250/containerLogs/downward-api-<n>/x": dial tcp <ip>:10250: connect: connection refused`,
+		},
+		{"Timed out after 300.001s.\nExpected pod to be running", "Timed out after <t>."},
+		{"Unexpected error:\n    <*errors.errorString | 0xc000123>: \n    pod \"x\" not found\n    {s: \"pod \\\"x\\\" not found\"}", `Unexpected error: pod "x" not found`},
+		{"pod 6c1b2d3e-aaaa-bbbb-cccc-0123456789ab gone", "pod <uid> gone"},
+		{"\n\n", "(no message)"},
+		{"FailedCreatePodSandBox: Failed to create pod sandbox: rpc error: code = Unknown desc = failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to set hostname without a private UTS namespace: unknown",
+			"FailedCreatePodSandBox: Failed to create pod sandbox: unable to set hostname without a private UTS namespace"},
+		{strings.Repeat("x", 400), strings.Repeat("x", maxCause-1) + "…"},
+	} {
+		if got := Cause(tc.msg); got != tc.want {
+			t.Errorf("Cause(%q)\n got %q\nwant %q", tc.msg, got, tc.want)
+		}
+	}
+}
+
+func TestCategory(t *testing.T) {
+	for _, tc := range []struct{ msg, want string }{
+		{`failed to get logs from p for c: dial tcp 1.2.3.4:10250: connect: connection refused`, "kubelet API (10250): container logs not served"},
+		{`error dialing backend: dial tcp 1.2.3.4:10250: connect: connection refused` + "\n" + `failed to execute command in pod p, container c: unable to upgrade connection`, "kubelet API (10250): exec not served"},
+		{`Timed out after 300s waiting for pod to be running`, "timed out waiting for a pod state"},
+		{"expected pod \"p\" success: Told to stop trying after 2.0s.\npod \"p\" failed with status: ...", "container exited with an error (its output needs pods/log)"},
+		{`an error on the server ("unknown") has prevented the request from succeeding (get pods sysctl-1)`, "kubelet API (10250): container logs not served"},
+		{"Timed out after 300s.\nFailed: Error: envFrom in container \"c\" needs ConfigMap/Secret access, which is not configured", "kubelet: ConfigMap/Secret access not wired (envFrom, configMapKeyRef, secretKeyRef)"},
+		{"failed,  1 out of 1 connections failed\nkubelet API /exec: dial tcp 1.2.3.4:10250: connect: connection refused", "kubelet API (10250): exec not served"},
+		{"Failed to open websocket to wss://1.2.3.4:6443/api/v1/namespaces/pods-1/pods/pod-exec-websocket-x/exec?command=echo&container=main: bad status", "kubelet API (10250): exec not served"},
+		{"Failed to open websocket to wss://1.2.3.4:6443/api/v1/namespaces/pods-1/pods/pod-logs-websocket-x/log?container=main: bad status", "kubelet API (10250): container logs not served"},
+		{"Timed out after 60.000s.\nExpected\n    <string>: \nto equal\n    <string>: Hello World\\n", "container output never seen (read through pods/log, errors discarded by the suite)"},
+		{"Timed out after 60.000s.\nExpected\n    <string>: 3\nto equal\n    <string>: 4", "timed out waiting for a pod state"},
+		{`expected 3, got 4`, "other"},
+	} {
+		if got := Category(tc.msg); got != tc.want {
+			t.Errorf("Category(%q) = %q, want %q", tc.msg, got, tc.want)
+		}
+	}
+}
+
+const focus = `\[NodeConformance\]`
+const skip = `\[Serial\]|\[Slow\]`
+
+func TestRecordCountsTheSelectionOnly(t *testing.T) {
+	ran, _, err := parseJUnit(strings.NewReader(sampleJUnit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	excl := []Exclusion{{Name: "[sig-node] Container Runtime should be able to pull image [NodeConformance]", Reason: "no registry"}}
+	res, err := Record(ran, focus, skip, excl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := res.Totals()
+	want := map[string]int{Passed: 1, Failed: 2, Skipped: 1, Excluded: 1}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s: %d, want %d (all: %v)", k, got[k], v, got)
+		}
+	}
+	if len(res.Specs) != 5 {
+		t.Errorf("selected %d specs, want 5 (the [Slow] and the non-node spec are not in the set)", len(res.Specs))
+	}
+	for _, s := range res.Specs {
+		if s.State == Failed && (s.Cause == "" || s.Category == "") {
+			t.Errorf("failure without cause or category: %+v", s)
+		}
+		if s.State == Excluded && s.Cause != "no registry" {
+			t.Errorf("exclusion reason lost: %+v", s)
+		}
+	}
+}
+
+func TestRecordFailsASelectedSpecThatDidNotRun(t *testing.T) {
+	// Filtered out although the set selects it and no exclusion names it.
+	ran := []ranSpec{{Name: "[sig-node] X [NodeConformance]", State: ""}}
+	res, err := Record(ran, focus, skip, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Specs) != 1 || res.Specs[0].State != Failed {
+		t.Fatalf("want one failed spec, got %+v", res.Specs)
+	}
+}
+
+func TestReadExclusions(t *testing.T) {
+	in := "# comment\nreason: no registry\nspec: A [NodeConformance]\nspec: B\n\nreason: no kernel\nspec: C\n"
+	got, err := readExclusions(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Exclusion{{"A [NodeConformance]", "no registry"}, {"B", "no registry"}, {"C", "no kernel"}}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("%d: got %v, want %v", i, got[i], want[i])
+		}
+	}
+	for _, bad := range []string{"spec: A\n", "reason: r\nfoo\n"} {
+		if _, err := readExclusions(strings.NewReader(bad)); err == nil {
+			t.Errorf("readExclusions(%q): no error", bad)
+		}
+	}
+}
+
+func TestExactRegexpMatchesOnlyThatSpec(t *testing.T) {
+	name := "[sig-node] Pods should get a host IP [NodeConformance] [Conformance]"
+	re := regexp.MustCompile(exactRegexp(name))
+	if !re.MatchString(suiteDescription + " " + name) {
+		t.Error("does not match its spec")
+	}
+	for _, other := range []string{
+		name + " extra",
+		"[sig-node] Foo " + name,
+		"[sig-node] Pods should get a host IP [NodeConformance]",
+	} {
+		if re.MatchString(suiteDescription + " " + other) {
+			t.Errorf("matches %q", other)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	r := &Results{Specs: []Spec{{Name: "a", State: Passed}, {Name: "b", State: Failed, Cause: "boom"}, {Name: "c", State: Skipped, Cause: "why"}}}
+	bad := Check(r, []string{"a", "b", "c", "d"})
+	if len(bad) != 3 || !strings.Contains(bad[0], "boom") || !strings.HasPrefix(bad[2], "NOT RUN d") {
+		t.Errorf("Check = %q", bad)
+	}
+	if bad := Check(r, []string{"a"}); len(bad) != 0 {
+		t.Errorf("Check of a passed spec = %q", bad)
+	}
+}
+
+func TestReportShowsBothColumnsAndEveryNonPass(t *testing.T) {
+	ours := &Results{KubeVersion: "v1.34.4", Focus: focus, Skip: skip, Specs: []Spec{
+		{Name: "a", State: Passed},
+		{Name: "b", State: Failed, Cause: "logs <ip>:10250 | refused", Category: "kubelet API (10250): container logs not served"},
+		{Name: "e", State: Excluded, Cause: "no registry"},
+	}}
+	upstream := &Results{KubeVersion: "v1.34.4", Focus: focus, Skip: skip, Specs: []Spec{
+		{Name: "a", State: Passed},
+		{Name: "b", State: Passed},
+		{Name: "e", State: Excluded, Cause: "no registry"},
+	}}
+	var buf bytes.Buffer
+	if err := WriteReport(&buf, "node", map[string]*Results{"ours": ours, "upstream": upstream}, "doc"); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"| **passed** | 1 | 2 |",
+		"| **failed** | 1 | 0 |",
+		"| **excluded** | 1 | 1 |",
+		"| b | **FAIL**: logs &lt;ip&gt;:10250 \\| refused | pass |",
+		"| kubelet API (10250): container logs not served | 1 | 1 |",
+		"| e | no registry |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "| a |") {
+		t.Error("a spec both kubelets pass is listed")
+	}
+	buf.Reset()
+	if err := WriteReport(&buf, "node", map[string]*Results{"ours": ours}, "doc"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "not run") {
+		t.Error("missing upstream column not marked 'not run'")
+	}
+}
+
+func TestKubeletEvidenceFromTheTimeline(t *testing.T) {
+	timeline := `STEP: Creating a pod @ now
+  I1123 13:00:46.399459 28374 exec_util.go:201] unexpected error trying to use websockets for pod exec: Internal error occurred: error sending request: Post "https://192.0.2.2:10250/exec/ns-1/p/c?command=%2Fbin%2Fsh&command=-c": dial tcp 192.0.2.2:10250: connect: connection refused
+  I1123 13:01:50.879896 28379 dump.go:53] At 2026-11-23 12:56:51 +0000 UTC - event for p: {kubelet vm} Pulled: Container image already present
+  I1123 13:01:50.879896 28379 dump.go:53] At 2026-11-23 12:56:51 +0000 UTC - event for p: {kubelet vm} FailedCreatePodSandBox: Failed to create pod sandbox: write /proc/sys/kernel/msgmax: invalid argument
+  I1123 13:01:50.879896 28379 output.go:196] Failed to get logs: error sending request: Get "https://192.0.2.2:10250/containerLogs/ns/p/c": dial tcp 192.0.2.2:10250: connect: connection refused`
+	if got, want := kubeletEvent(timeline), "FailedCreatePodSandBox: Failed to create pod sandbox: write /proc/sys/kernel/msgmax: invalid argument"; got != want {
+		t.Errorf("kubeletEvent = %q, want %q", got, want)
+	}
+	if got, want := kubeletAPICall(timeline), "kubelet API /exec: dial tcp 192.0.2.2:10250: connect: connection refused"; got != want {
+		t.Errorf("kubeletAPICall = %q, want %q", got, want)
+	}
+	// Log fetches are the framework's own diagnostics: not evidence.
+	if got := kubeletAPICall(`error sending request: Get "https://1.2.3.4:10250/containerLogs/a/b/c": refused`); got != "" {
+		t.Errorf("kubeletAPICall counted a log fetch: %q", got)
+	}
+	if got := kubeletEvent("event for p: {kubelet vm} Started: Started container c"); got != "" {
+		t.Errorf("kubeletEvent counted a normal event: %q", got)
+	}
+}
+
+func TestRecordKeepsTheKubeletsEvidence(t *testing.T) {
+	ran := []ranSpec{{Name: "[sig-node] X [NodeConformance]", State: Failed, Message: "Timed out after 300.0s.",
+		Event: `Failed: Error: envFrom in container "c" needs ConfigMap/Secret access, which is not configured`}}
+	res, err := Record(ran, focus, skip, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := res.Specs[0]
+	if s.Cause != "Timed out after <t>." || !strings.Contains(s.Evidence, "needs ConfigMap/Secret access") ||
+		!strings.HasPrefix(s.Category, "kubelet: ConfigMap/Secret access") {
+		t.Errorf("got %+v", s)
+	}
+}
