@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -343,6 +344,7 @@ func (v *virtualNodes) run(ctx context.Context, n *virtualNode) error {
 		LeaseDurationSeconds:      kc.NodeLeaseDurationSeconds,
 		NodeStatusUpdateFrequency: kc.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: kc.NodeStatusReportFrequency.Duration,
+		StatusWorkers:             cmp.Or(def.PodSync.StatusWorkers, virtual.DefaultStatusWorkers),
 	})
 	if err != nil {
 		return err
