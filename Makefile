@@ -51,7 +51,7 @@ clean:
 
 # Side-by-side benchmark against the upstream kubelet on the local cluster;
 # writes docs/benchmarks.md (see there). Well under 30 minutes here.
-.PHONY: bench bench-churn
+.PHONY: bench bench-churn bench-scale
 bench:
 	hack/bench.sh
 
@@ -61,3 +61,11 @@ bench:
 # BENCH_CHURN=N sets the number of pods (default 2000).
 bench-churn:
 	BENCH_MODE=churn hack/bench.sh
+
+# Virtual nodes at scale: 1,000 pods created at once onto one mock-backed
+# virtual node, against the API server's floor, Virtual Kubelet's mock
+# provider and KWOK (both built from the Go module proxy), then one round of
+# 10,000; writes docs/benchmarks.md's scale section. BENCH_SCALE,
+# BENCH_SCALE_LARGE (0: skip) and BENCH_ROUNDS set the sizes.
+bench-scale:
+	BENCH_MODE=scale hack/bench.sh

@@ -3,3 +3,9 @@
 # are built at KUBE_VERSION; change it here only.
 KUBE_VERSION=${KUBE_VERSION:-v1.34.4}
 UPSTREAM_CACHE=${UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/upstream}
+# The scale benchmark's contenders (make bench-scale), built from the Go
+# module proxy by hack/build-contenders.sh and cached by version:
+# Virtual Kubelet's own binary with its mock provider, and KWOK's controller.
+VK_VERSION=${VK_VERSION:-v1.13.0}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+CONTENDERS_CACHE=${CONTENDERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/contenders}
