@@ -52,7 +52,7 @@ clean:
 
 # Side-by-side benchmark against the upstream kubelet on the local cluster;
 # writes docs/benchmarks.md (see there). Well under 30 minutes here.
-.PHONY: bench bench-churn
+.PHONY: bench bench-churn bench-scale
 bench:
 	hack/bench.sh
 
@@ -73,3 +73,11 @@ bench-churn:
 .PHONY: conformance
 conformance:
 	hack/conformance.sh
+
+# Virtual nodes at scale: 1,000 pods created at once onto one mock-backed
+# virtual node, against the API server's floor, Virtual Kubelet's mock
+# provider and KWOK (both built from the Go module proxy), then one round of
+# 10,000; writes docs/benchmarks.md's scale section. BENCH_SCALE,
+# BENCH_SCALE_LARGE (0: skip) and BENCH_ROUNDS set the sizes.
+bench-scale:
+	BENCH_MODE=scale hack/bench.sh

@@ -8,8 +8,13 @@
 # Environment: BENCH_ROUNDS (default 3), BENCH_ARGS (extra flags for
 # test/bench, e.g. "-batch-large 20" for a quick try), BENCH_OUT (default
 # docs/benchmarks.md), BENCH_MODE=churn (make bench-churn: our kubelet only,
-# BENCH_CHURN pods, default 2000; rewrites only the churn section). Holds /run/gokubelet/cluster.lock throughout, like the
-# e2e tier, because both use the cluster's one node identity.
+# BENCH_CHURN pods, default 2000; rewrites only the churn section),
+# BENCH_MODE=scale (make bench-scale: virtual nodes against the API server's
+# floor, Virtual Kubelet and KWOK, no container runtime; BENCH_SCALE pods,
+# default 1000, BENCH_ROUNDS rounds, then one round of BENCH_SCALE_LARGE,
+# default 10000, 0 for none; rewrites only the scale section). Holds
+# /run/gokubelet/cluster.lock throughout, like the e2e tier, because both use
+# the cluster's one node identity.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
@@ -33,6 +38,32 @@ fi
 # (containerd, a control-plane component) would otherwise inherit it and hold
 # the lock after this script ends.
 hack/install-deps.sh 9>&-
+
+if [ "${BENCH_MODE:-}" = scale ]; then
+  # Virtual nodes only: the control plane, the contenders' identity, the
+  # contenders built from the Go module proxy (cached).
+  mapfile -t contenders < <(hack/build-contenders.sh 9>&-)
+  CLUSTER_NODE=0 hack/cluster.sh up >/dev/null 9>&-
+  hack/node.sh stop >/dev/null 9>&-
+  vn_kubeconfig=$(hack/virtual-nodes.sh creds 9>&-)
+  admin=(kubectl --kubeconfig /var/lib/gokubelet/cluster/admin.kubeconfig)
+  "${admin[@]}" apply -f hack/bench-scale.yaml >/dev/null
+  trap '"${admin[@]}" delete --ignore-not-found -f hack/bench-scale.yaml >/dev/null' EXIT
+  go build -o "$BENCH_DIR/kubelet" ./cmd/kubelet
+  go build -o "$BENCH_DIR/bench" ./test/bench
+  commit=$(git rev-parse --short HEAD)
+  git diff --quiet HEAD -- cmd pkg go.mod go.sum 2>/dev/null || commit="$commit (with uncommitted changes in cmd/pkg)"
+  rm -rf "$WORK/scale"
+  mkdir -p "$WORK"
+  # shellcheck disable=SC2086
+  "$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -scale "${BENCH_SCALE:-1000}" -scale-rounds "$ROUNDS" \
+    -scale-large "${BENCH_SCALE_LARGE:-10000}" \
+    -vk "${contenders[0]}" -vk-version "$VK_VERSION" -kwok "${contenders[1]}" -kwok-version "$KWOK_VERSION" \
+    -kwok-config "$(dirname "$(dirname "${contenders[1]}")")/kwok.yaml" -contender-kubeconfig "$vn_kubeconfig" \
+    -work-dir "$WORK" -out "$OUT" -commit "$commit" ${BENCH_ARGS:-} 9>&-
+  echo "bench: wrote the scale section of $OUT; logs in $WORK/scale" >&2
+  exit 0
+fi
 # The upstream kubelet, cached by version like the control plane (minutes on
 # the first run).
 [ "${BENCH_MODE:-}" = churn ] || hack/build-upstream.sh kubelet >&2 9>&-

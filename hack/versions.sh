@@ -7,3 +7,9 @@ UPSTREAM_CACHE=${UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/upstr
 # the version kubeadm deploys with KUBE_VERSION.
 COREDNS_VERSION=${COREDNS_VERSION:-v1.12.1}
 COREDNS_CACHE=${COREDNS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/coredns}
+# The scale benchmark's contenders (make bench-scale), built from the Go
+# module proxy by hack/build-contenders.sh and cached by version:
+# Virtual Kubelet's own binary with its mock provider, and KWOK's controller.
+VK_VERSION=${VK_VERSION:-v1.13.0}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+CONTENDERS_CACHE=${CONTENDERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/contenders}

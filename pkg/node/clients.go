@@ -30,11 +30,17 @@ type ClientConfig struct {
 	EventBurst int
 }
 
-// Clients are the API clients of a node: one for everything but events,
-// one for events, so a flood of events never starves status writes.
+// Clients are the API clients of a node: one for everything but events
+// and heartbeats, one for events, so a flood of events never starves
+// status writes, and one for the heartbeats (the Node's status and its
+// Lease) without a client-side rate limit, as upstream's, so thousands of
+// pod status writes waiting for the first client's limit never make the
+// node look dead.
 type Clients struct {
 	Kube   kubernetes.Interface
 	Events kubernetes.Interface
+	// Heartbeat writes the Node's status and Lease; Kube when nil.
+	Heartbeat kubernetes.Interface
 	// Config is the REST config Kube was built from (for clients of other
 	// API groups).
 	Config *rest.Config
@@ -68,5 +74,19 @@ func NewClients(cfg ClientConfig) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API client for events: %w", err)
 	}
-	return &Clients{Kube: kube, Events: events, Config: rc}, nil
+	hc := rest.CopyConfig(rc)
+	hc.QPS = -1 // no client-side rate limit
+	heartbeat, err := kubernetes.NewForConfig(hc)
+	if err != nil {
+		return nil, fmt.Errorf("API client for heartbeats: %w", err)
+	}
+	return &Clients{Kube: kube, Events: events, Heartbeat: heartbeat, Config: rc}, nil
+}
+
+// heartbeat is the client for the Node's status and Lease.
+func (c *Clients) heartbeat() kubernetes.Interface {
+	if c.Heartbeat != nil {
+		return c.Heartbeat
+	}
+	return c.Kube
 }

@@ -60,6 +60,10 @@ type Options struct {
 	// status writes (zero: the defaults).
 	NodeStatusUpdateFrequency time.Duration
 	NodeStatusReportFrequency time.Duration
+	// StatusWorkers write pod statuses in parallel (default: the status
+	// writer's, 4). A virtual node, whose work is mostly status writes,
+	// uses more.
+	StatusWorkers int
 	// EventComponent names the event source (default "kubelet").
 	EventComponent string
 	// OnObjectChange, when set, is told when a ConfigMap or Secret a pod
@@ -160,7 +164,7 @@ func New(ctx context.Context, opts Options) (*Core, error) {
 		return c, nil
 	}
 	c.broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: opts.Clients.Events.CoreV1().Events("")})
-	c.status = statuswriter.NewManager(statuswriter.Options{Client: opts.Clients.Kube, Resolver: resolver{c}})
+	c.status = statuswriter.NewManager(statuswriter.Options{Client: opts.Clients.Kube, Resolver: resolver{c}, Workers: opts.StatusWorkers})
 	cp, err := newClusterParts(c, opts)
 	if err != nil {
 		return nil, err
@@ -273,7 +277,7 @@ type clusterParts struct {
 
 func newClusterParts(c *Core, opts Options) (*clusterParts, error) {
 	ns, err := nodestatus.NewController(nodestatus.Options{
-		Client:          opts.Clients.Kube,
+		Client:          opts.Clients.heartbeat(),
 		Config:          opts.Config,
 		Facts:           opts.Facts,
 		UpdateFrequency: opts.NodeStatusUpdateFrequency,
@@ -284,7 +288,7 @@ func newClusterParts(c *Core, opts Options) (*clusterParts, error) {
 		return nil, err
 	}
 	lease, err := nodelease.NewController(nodelease.Options{
-		Client:               opts.Clients.Kube,
+		Client:               opts.Clients.heartbeat(),
 		NodeName:             c.name,
 		LeaseDurationSeconds: opts.LeaseDurationSeconds,
 		Node:                 ns.Node,

@@ -3,6 +3,8 @@ package node
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,9 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -225,4 +230,113 @@ func TestStandaloneCore(t *testing.T) {
 		t.Errorf("local node = %+v", n)
 	}
 	core.TriggerMirrors() // a no-op, must not block
+}
+
+// The Node's status and Lease go through the heartbeat client, so pod
+// status writes queued behind the main client's rate limit never delay
+// them; pod statuses go through the main client.
+func TestHeartbeatsUseTheirOwnClient(t *testing.T) {
+	ctx := context.Background()
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "pod-uid",
+			Annotations: map[string]string{podspec.ConfigSourceAnnotation: podspec.SourceAPI}},
+		Spec: v1.PodSpec{NodeName: "virt-1", Containers: []v1.Container{{Name: "c", Image: "img"}}},
+	}
+	client := fakeAPI(pod.DeepCopy())
+	// Another client of the same (fake) API server.
+	hb := &fake.Clientset{}
+	n := 0
+	hb.AddReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if o, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && o.GetUID() == "" {
+			n++
+			o.SetUID(types.UID(fmt.Sprintf("hb-uid-%d", n)))
+		}
+		return false, nil, nil
+	})
+	hb.AddReactor("*", "*", k8stesting.ObjectReaction(client.Tracker()))
+	hb.AddWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		return true, w, err
+	})
+	l := &lifecycle{}
+	l.running.Store(true)
+	cctx, cancel := context.WithCancel(ctx)
+	core, err := New(cctx, Options{
+		Config:       nodestatus.Config{NodeName: "virt-1", KubeletVersion: "v1.34.4", KubeletPort: 10250},
+		Facts:        nodestatus.FactsFunc(facts),
+		Clients:      &Clients{Kube: client, Events: client, Heartbeat: hb},
+		RegisterNode: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core.SetLifecycle(l)
+	var g runnable.Group
+	core.AddTo(g.Stage("core"))
+	done := make(chan error, 1)
+	go func() { done <- g.Run(cctx) }()
+	defer func() { cancel(); <-done; core.Shutdown() }()
+
+	eventually(t, "the Node and its Lease", func() bool {
+		_, errN := client.CoreV1().Nodes().Get(ctx, "virt-1", metav1.GetOptions{})
+		l, errL := client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "virt-1", metav1.GetOptions{})
+		return errN == nil && errL == nil && l.Spec.RenewTime != nil
+	})
+	core.Pods().AddOrUpdate(pod)
+	core.Status().SetPodStatus(pod, v1.PodStatus{Phase: v1.PodRunning})
+	eventually(t, "the pod status written", func() bool {
+		p, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+		return err == nil && p.Status.Phase == v1.PodRunning
+	})
+	writes := func(c *fake.Clientset) map[string]int {
+		out := map[string]int{}
+		for _, a := range c.Actions() {
+			switch a.GetVerb() {
+			case "create", "update", "patch":
+				out[a.GetResource().Resource]++
+			}
+		}
+		return out
+	}
+	main, heart := writes(client), writes(hb)
+	if main["nodes"] != 0 || main["leases"] != 0 {
+		t.Errorf("the main client wrote nodes or leases: %v", main)
+	}
+	if heart["nodes"] == 0 || heart["leases"] == 0 || heart["pods"] != 0 {
+		t.Errorf("heartbeat client writes %v: want nodes and leases, no pods", heart)
+	}
+	if main["pods"] == 0 {
+		t.Errorf("pod status not written by the main client: %v", main)
+	}
+}
+
+// NewClients gives the heartbeat client no client-side rate limit and the
+// main client the configured one.
+func TestNewClientsHeartbeatUnlimited(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClients(ClientConfig{Kubeconfig: kc, QPS: 7, Burst: 9, EventQPS: 3, EventBurst: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiter := func(i kubernetes.Interface) flowcontrol.RateLimiter {
+		return i.CoreV1().RESTClient().GetRateLimiter()
+	}
+	if l := limiter(c.Kube); l == nil || l.QPS() != 7 {
+		t.Errorf("main client limiter = %v, want QPS 7", l)
+	}
+	if l := limiter(c.Events); l == nil || l.QPS() != 3 {
+		t.Errorf("events client limiter = %v, want QPS 3", l)
+	}
+	if l := limiter(c.Heartbeat); l != nil {
+		t.Errorf("heartbeat client has a rate limit (QPS %v)", l.QPS())
+	}
 }

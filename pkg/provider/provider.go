@@ -18,7 +18,8 @@ import (
 // follows.
 type Provider interface {
 	// CreatePod starts running pod. Its containers' environment is
-	// resolved (see ObjectRefKeeper). Returns once the work is started;
+	// resolved (see ObjectRefKeeper); its managedFields, the API server's
+	// bookkeeping, are left out. Returns once the work is started;
 	// creating a pod (same UID) that already runs is not an error.
 	CreatePod(ctx context.Context, pod *v1.Pod) error
 	// UpdatePod applies a changed spec or metadata (images, labels,

@@ -301,30 +301,13 @@ func firstN(s []string, n int) []string {
 
 // Markers of the churn section: `make bench` keeps it when it rewrites the
 // rest of the file, `make bench-churn` replaces only it.
-const (
-	churnBegin = "<!-- churn:begin -->"
-	churnEnd   = "<!-- churn:end -->"
-)
+var churnBegin, churnEnd = sectionMarkers("churn")
 
 // withChurnSection puts section into doc in place of its old churn
 // section, or at its end.
-func withChurnSection(doc, section string) string {
-	i := strings.Index(doc, churnBegin)
-	j := strings.Index(doc, churnEnd)
-	if i >= 0 && j > i {
-		return doc[:i] + strings.TrimRight(section, "\n") + doc[j+len(churnEnd):]
-	}
-	return strings.TrimRight(doc, "\n") + "\n\n" + section
-}
+func withChurnSection(doc, section string) string { return withSection(doc, "churn", section) }
 
 // churnSectionOf returns the churn section of doc ("" when none).
-func churnSectionOf(doc string) string {
-	i := strings.Index(doc, churnBegin)
-	j := strings.Index(doc, churnEnd)
-	if i < 0 || j < i {
-		return ""
-	}
-	return doc[i:j+len(churnEnd)] + "\n"
-}
+func churnSectionOf(doc string) string { return sectionOf(doc, "churn") }
 
 var _ = ptr.To[int64]

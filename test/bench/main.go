@@ -48,6 +48,10 @@ type options struct {
 	// comparison, and writes only its section of the report.
 	churn            int
 	churnConcurrency int
+	// scale.pods > 0 runs the scale benchmark of virtual nodes instead
+	// (scale.go), and writes only its section of the report.
+	scale     scaleOptions
+	scaleKind string
 }
 
 // results[kind][workload][figure] holds one value per round, in round order.
@@ -96,8 +100,23 @@ func main() {
 	flag.DurationVar(&o.settleIdle, "settle", 10*time.Second, "settle time before the idle RSS with the large batch running")
 	flag.IntVar(&o.churn, "churn", 0, "run the churn workload with this many pods instead of the comparison (our kubelet only)")
 	flag.IntVar(&o.churnConcurrency, "churn-concurrency", 10, "pods alive at once in the churn workload")
+	flag.IntVar(&o.scale.pods, "scale", 0, "run the scale benchmark of virtual nodes with this many pods instead of the comparison")
+	flag.IntVar(&o.scale.rounds, "scale-rounds", 3, "rounds of the scale benchmark")
+	flag.IntVar(&o.scale.large, "scale-large", 0, "then one round with this many pods (0: none)")
+	flag.DurationVar(&o.scale.timeout, "scale-timeout", 0, "time a contender may take (0: max(60s, 30ms per pod))")
+	flag.IntVar(&o.scale.createWorkers, "scale-create-workers", 100, "create calls in flight at a time")
+	flag.StringVar(&o.scaleKind, "scale-contenders", strings.Join(scaleKinds, ","), "contenders, in the order of a round")
+	flag.StringVar(&o.scale.vk, "vk", "", "Virtual Kubelet binary (hack/build-contenders.sh)")
+	flag.StringVar(&o.scale.vkVersion, "vk-version", "", "its version, for the report")
+	flag.StringVar(&o.scale.kwok, "kwok", "", "KWOK binary (hack/build-contenders.sh)")
+	flag.StringVar(&o.scale.kwokCfg, "kwok-config", "", "KWOK configuration with its stages (hack/build-contenders.sh)")
+	flag.StringVar(&o.scale.kwokVersion, "kwok-version", "", "its version, for the report")
+	flag.StringVar(&o.scale.contenderKubeconfig, "contender-kubeconfig", "/var/lib/gokubelet/cluster/virtual-nodes.kubeconfig", "the contenders' identity (hack/virtual-nodes.sh creds)")
+	flag.StringVar(&o.scale.oursTop, "ours-config-top", "", "lines added at the top level of our kubelet's VirtualNodes file (scale)")
+	flag.StringVar(&o.scale.oursNode, "ours-config-node", "", "lines added to its node (scale), e.g. \"podSync: {workers: 100}\"")
 	flag.Parse()
-	if o.ours == "" || (o.upstream == "" && o.churn == 0) {
+	o.scale.kinds = strings.Split(o.scaleKind, ",")
+	if o.ours == "" || (o.upstream == "" && o.churn == 0 && o.scale.pods == 0) {
 		fmt.Fprintln(os.Stderr, "bench: -ours and -upstream are required")
 		os.Exit(2)
 	}
@@ -125,6 +144,24 @@ func run(o options) error {
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
+	}
+	if o.scale.pods > 0 {
+		// No container runtime: virtual nodes only.
+		if err := os.MkdirAll(o.workDir, 0o755); err != nil {
+			return err
+		}
+		b := &bench{opt: o, cs: cs, env: env, res: results{}}
+		s, err := newScaleBench(b, o.scale)
+		if err != nil {
+			return err
+		}
+		if err := s.run(); err != nil {
+			return err
+		}
+		section := s.report()
+		fmt.Println(section)
+		old, _ := os.ReadFile(o.out)
+		return os.WriteFile(o.out, []byte(withSection(string(old), "scale", section)), 0o644)
 	}
 	logger := klog.Background()
 	rt, err := remote.NewRemoteRuntimeService(o.criEndpoint, 30*time.Second, nil, &logger)
@@ -170,12 +207,9 @@ func run(o options) error {
 	info := b.machineInfo(ver.RuntimeName+" "+ver.RuntimeVersion, time.Since(start))
 	table := b.table()
 	fmt.Println(table)
-	// The churn section (make bench-churn) stays.
+	// The churn and scale sections (make bench-churn, make bench-scale) stay.
 	old, _ := os.ReadFile(o.out)
-	doc := b.report(info, table)
-	if sec := churnSectionOf(string(old)); sec != "" {
-		doc = withChurnSection(doc, sec)
-	}
+	doc := keepSections(b.report(info, table), string(old))
 	return os.WriteFile(o.out, []byte(doc), 0o644)
 }
 

@@ -31,13 +31,10 @@ type podTimes struct {
 type tracker struct {
 	mu   sync.Mutex
 	pods map[string]*podTimes
-	cond *sync.Cond
 }
 
 func newTracker() *tracker {
-	t := &tracker{pods: map[string]*podTimes{}}
-	t.cond = sync.NewCond(&t.mu)
-	return t
+	return &tracker{pods: map[string]*podTimes{}}
 }
 
 func (t *tracker) get(name string) *podTimes {
@@ -111,7 +108,6 @@ func (t *tracker) run(ctx context.Context, cs kubernetes.Interface, ns string, r
 				}
 			}
 			t.mu.Unlock()
-			t.cond.Broadcast()
 		}
 		w.Stop()
 	}
@@ -141,26 +137,31 @@ func allRunning(p *v1.Pod) bool {
 }
 
 // waitAll waits until done(p) holds for every named pod, or the timeout.
+// It looks every 20 ms at the pods not done yet (the times themselves are
+// taken by the watch as events arrive): waking up for every event would
+// cost the driver, on the machine it measures, time quadratic in the pods.
 func (t *tracker) waitAll(names []string, done func(*podTimes) bool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	timer := time.AfterFunc(timeout, t.cond.Broadcast)
-	defer timer.Stop()
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	left := append([]string(nil), names...)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for {
-		missing := 0
-		for _, n := range names {
+		t.mu.Lock()
+		kept := left[:0]
+		for _, n := range left {
 			if !done(t.get(n)) {
-				missing++
+				kept = append(kept, n)
 			}
 		}
-		if missing == 0 {
+		left = kept
+		t.mu.Unlock()
+		if len(left) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d of %d pods not done after %v", missing, len(names), timeout)
+			return fmt.Errorf("%d of %d pods not done after %v", len(left), len(names), timeout)
 		}
-		t.cond.Wait()
+		<-tick.C
 	}
 }
 

@@ -8,8 +8,8 @@
 //	realNode: true            # also run this machine's node (default true)
 //	instance: lab-1           # owner label value (default: the hostname)
 //	address: 192.0.2.10       # the nodes' InternalIP (default: --node-ip, else the default-route IP)
-//	kubeAPIQPS: 200           # the virtual nodes' shared client (default 200)
-//	kubeAPIBurst: 400         # (default 400)
+//	kubeAPIQPS: 1000          # the virtual nodes' shared client (default 1000)
+//	kubeAPIBurst: 2000        # (default 2000)
 //	nodes:
 //	- name: vk-remote
 //	  provider: kubernetes
@@ -19,8 +19,8 @@
 //	  taints: []              # default: virtual-kubelet.io/provider=<provider>:NoSchedule
 //	  capacity: {pods: "500"} # overrides the provider's
 //	  kubeconfig: ""          # this node's own identity (default: the file's)
-//	  podSync: {workers: 50, retryBase: 200ms, retryMax: 2m, retryQPS: 0,
-//	            pollInterval: 2s, resyncInterval: 1m}
+//	  podSync: {workers: 50, statusWorkers: 50, retryBase: 200ms, retryMax: 2m,
+//	            retryQPS: 0, pollInterval: 2s, resyncInterval: 1m}
 //
 // Decoding is strict (an unknown field is an error naming it), relative
 // paths start at the file's folder, and every error names the node and
@@ -57,8 +57,16 @@ const (
 
 // Defaults.
 const (
-	DefaultKubeAPIQPS   = 200
-	DefaultKubeAPIBurst = 400
+	// DefaultKubeAPIQPS and DefaultKubeAPIBurst limit the virtual nodes'
+	// shared API client. Every pod a provider starts is at least one status
+	// write, so this is a ceiling on pods per second across the process's
+	// virtual nodes: it is set above what an API server carries (a small
+	// one writes a few hundred pod statuses per second), so the server's
+	// API Priority and Fairness, not the client, decides; it still bounds
+	// a client gone wrong. Heartbeats (Node status, Lease) have their own
+	// client without a limit.
+	DefaultKubeAPIQPS   = 1000
+	DefaultKubeAPIBurst = 2000
 	// TaintKey is the default taint's key (the Virtual Kubelet
 	// convention, so existing tolerations work): pods must tolerate it to
 	// run on a virtual node.
@@ -105,7 +113,9 @@ type Node struct {
 
 // PodSync tunes the node's pod work queue (zero: the engine's defaults).
 type PodSync struct {
-	Workers        int             `json:"workers,omitempty"`
+	Workers int `json:"workers,omitempty"`
+	// StatusWorkers write pod statuses to the API server in parallel.
+	StatusWorkers  int             `json:"statusWorkers,omitempty"`
 	RetryBase      metav1.Duration `json:"retryBase,omitempty"`
 	RetryMax       metav1.Duration `json:"retryMax,omitempty"`
 	RetryQPS       float64         `json:"retryQPS,omitempty"`
@@ -277,6 +287,9 @@ func (c *Config) validate() field.ErrorList {
 		ps := p.Child("podSync")
 		if n.PodSync.Workers < 0 {
 			errs = append(errs, field.Invalid(ps.Child("workers"), n.PodSync.Workers, "must not be negative"))
+		}
+		if n.PodSync.StatusWorkers < 0 {
+			errs = append(errs, field.Invalid(ps.Child("statusWorkers"), n.PodSync.StatusWorkers, "must not be negative"))
 		}
 		if n.PodSync.RetryQPS < 0 {
 			errs = append(errs, field.Invalid(ps.Child("retryQPS"), n.PodSync.RetryQPS, "must not be negative"))

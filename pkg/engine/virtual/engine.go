@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,13 +23,18 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/provider"
 	"github.com/gokubelet/kubelet/pkg/runnable"
 )
 
 // Defaults of Config.
 const (
-	DefaultWorkers             = 50
+	DefaultWorkers = 50
+	// DefaultStatusWorkers is how many pod status writes a virtual node
+	// has in flight (its core's status writer): a provider's pods change
+	// status as fast as it reports them, and each change is one PATCH.
+	DefaultStatusWorkers       = 50
 	DefaultRetryBase           = 200 * time.Millisecond
 	DefaultRetryMax            = 2 * time.Minute
 	DefaultPollInterval        = 2 * time.Second
@@ -309,11 +316,57 @@ func (e *Engine) onAPIUpdate(old, cur any) {
 	if !ok {
 		return
 	}
-	if o, ok := old.(*v1.Pod); ok && o.ResourceVersion == p.ResourceVersion && p.ResourceVersion != "" {
+	o, ok := old.(*v1.Pod)
+	if ok && o.ResourceVersion == p.ResourceVersion && p.ResourceVersion != "" {
 		return // a relist replaying an unchanged pod
 	}
+	// The core's copy always follows the API (the status writer patches
+	// from it).
 	e.core.Pods().AddOrUpdate(p)
+	if ok && !syncNeeded(o, p) {
+		// Most updates are the status writer's own PATCHes coming back:
+		// nothing to do for them.
+		return
+	}
 	e.queue.Add(keyOf(p.Namespace, p.Name))
+}
+
+// syncNeeded reports whether an update of an API pod can change what the
+// engine does with it: another incarnation, a changed spec or generation,
+// labels or annotations (the provider gets them), the deletion, or the
+// conditions others own (readiness gates decide Ready). An update of only
+// the rest of the status — the engine's own writes coming back — cannot.
+func syncNeeded(old, cur *v1.Pod) bool {
+	if old.UID != cur.UID || old.Generation != cur.Generation ||
+		!old.DeletionTimestamp.Equal(cur.DeletionTimestamp) ||
+		!equalPtr(old.DeletionGracePeriodSeconds, cur.DeletionGracePeriodSeconds) ||
+		!maps.Equal(old.Labels, cur.Labels) || !maps.Equal(old.Annotations, cur.Annotations) ||
+		!sameOthersConditions(old.Status.Conditions, cur.Status.Conditions) {
+		return true
+	}
+	return !apiequality.Semantic.DeepEqual(&old.Spec, &cur.Spec)
+}
+
+// sameOthersConditions reports whether two condition lists agree on the
+// conditions the kubelet does not own (type and status).
+func sameOthersConditions(a, b []v1.PodCondition) bool {
+	others := func(l []v1.PodCondition) map[v1.PodConditionType]v1.ConditionStatus {
+		m := map[v1.PodConditionType]v1.ConditionStatus{}
+		for _, c := range l {
+			if !podstatus.IsOwnedCondition(c.Type) {
+				m[c.Type] = c.Status
+			}
+		}
+		return m
+	}
+	return maps.Equal(others(a), others(b))
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }
 
 func (e *Engine) onAPIDelete(obj any) {

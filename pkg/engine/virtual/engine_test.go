@@ -596,3 +596,89 @@ func TestDrain(t *testing.T) {
 		t.Errorf("%d pods left", len(pods))
 	}
 }
+
+// A readiness gate decides Ready: the pod runs in the provider, but stays
+// not Ready until another controller sets the gate's condition in the
+// status; then the engine writes Ready True (a status-only change by
+// someone else is acted on), and the status it writes keeps that
+// condition.
+func TestReadinessGate(t *testing.T) {
+	h, _ := newMockHarness(t, fastMock(), Config{})
+	const gate = v1.PodConditionType("example.com/lb-ready")
+	p := testPod("gated")
+	p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: gate}}
+	h.create(p)
+	ready := func(p *v1.Pod) v1.ConditionStatus {
+		for _, c := range p.Status.Conditions {
+			if c.Type == v1.PodReady {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	eventually(t, "Running, Ready False (gate not set)", func() (bool, string) {
+		p, _ := h.get("gated")
+		return p.Status.Phase == v1.PodRunning && ready(p) == v1.ConditionFalse, fmt.Sprint(p.Status.Phase, p.Status.Conditions)
+	})
+	cur, err := h.get("gated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Status.Conditions = append(cur.Status.Conditions, v1.PodCondition{Type: gate, Status: v1.ConditionTrue, LastTransitionTime: metav1.Now()})
+	if _, err := h.client.CoreV1().Pods("default").UpdateStatus(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Ready True once the gate is True", func() (bool, string) {
+		p, _ := h.get("gated")
+		has := false
+		for _, c := range p.Status.Conditions {
+			has = has || (c.Type == gate && c.Status == v1.ConditionTrue)
+		}
+		return has && ready(p) == v1.ConditionTrue, fmt.Sprint(p.Status.Conditions)
+	})
+}
+
+func TestSyncNeeded(t *testing.T) {
+	base := func() *v1.Pod {
+		p := testPod("a")
+		p.ResourceVersion = "1"
+		p.Labels = map[string]string{"app": "a"}
+		p.Status = v1.PodStatus{Phase: v1.PodPending, Conditions: []v1.PodCondition{{Type: v1.PodScheduled, Status: v1.ConditionTrue}}}
+		return p
+	}
+	grace := int64(30)
+	now := metav1.Now()
+	for name, c := range map[string]struct {
+		mut  func(p *v1.Pod)
+		want bool
+	}{
+		"our status written back": {func(p *v1.Pod) {
+			p.ResourceVersion = "2"
+			p.Status.Phase, p.Status.PodIP = v1.PodRunning, "10.0.0.1"
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue})
+			p.Status.ContainerStatuses = []v1.ContainerStatus{{Name: "main", Ready: true}}
+		}, false},
+		"managed fields only": {func(p *v1.Pod) { p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "x"}} }, false},
+		"spec changed":        {func(p *v1.Pod) { p.Spec.Containers[0].Image = "img:2" }, true},
+		"generation":          {func(p *v1.Pod) { p.Generation = 2 }, true},
+		"label":               {func(p *v1.Pod) { p.Labels["tier"] = "web" }, true},
+		"annotation":          {func(p *v1.Pod) { p.Annotations = map[string]string{"a": "b"} }, true},
+		"deletion":            {func(p *v1.Pod) { p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace }, true},
+		"another incarnation": {func(p *v1.Pod) { p.UID = "uid-other" }, true},
+		"others' condition added": {func(p *v1.Pod) {
+			p.Status.Conditions = append(p.Status.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionFalse})
+		}, true},
+		"owned condition only":      {func(p *v1.Pod) { p.Status.Conditions[0].LastTransitionTime = now }, false},
+		"others' condition flipped": {func(p *v1.Pod) {}, true}, // set up below
+	} {
+		old, cur := base(), base()
+		if name == "others' condition flipped" {
+			old.Status.Conditions = append(old.Status.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionFalse})
+			cur.Status.Conditions = append(cur.Status.Conditions, v1.PodCondition{Type: "example.com/gate", Status: v1.ConditionTrue})
+		}
+		c.mut(cur)
+		if got := syncNeeded(old, cur); got != c.want {
+			t.Errorf("%s: syncNeeded = %v, want %v", name, got, c.want)
+		}
+	}
+}

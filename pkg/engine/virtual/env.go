@@ -63,12 +63,16 @@ type envResolver struct {
 	allocatable func() v1.ResourceList
 }
 
-// resolve returns a copy of pod whose containers (init, app, ephemeral)
-// carry their resolved environment. With keepRefs, envFrom and
-// configMap/secret key references stay and $(VAR) is left to the backend;
-// fieldRef and resourceFieldRef become values in both modes.
+// resolve returns a copy of pod, without managedFields, whose containers
+// (init, app, ephemeral) carry their resolved environment. With keepRefs,
+// envFrom and configMap/secret key references stay and $(VAR) is left to
+// the backend; fieldRef and resourceFieldRef become values in both modes.
 func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, keepRefs bool) (*v1.Pod, error) {
-	out := pod.DeepCopy()
+	// Without managedFields: no provider needs them, and a provider
+	// keeping thousands of pods would keep them too.
+	shallow := *pod
+	shallow.ManagedFields = nil
+	out := shallow.DeepCopy()
 	svcEnv, err := r.serviceEnv(pod)
 	if err != nil {
 		return nil, err

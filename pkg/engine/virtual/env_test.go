@@ -93,13 +93,18 @@ func envPod() *v1.Pod {
 func TestResolveEnv(t *testing.T) {
 	r, _ := resolverFixture()
 	pod := envPod()
+	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}}
 	keep := pod.DeepCopy()
 	out, err := r.resolve(context.Background(), pod, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pod.Spec.Containers[0].Env[0].ValueFrom == nil || len(keep.Spec.Containers[0].Env) != len(pod.Spec.Containers[0].Env) {
+	if pod.Spec.Containers[0].Env[0].ValueFrom == nil || len(keep.Spec.Containers[0].Env) != len(pod.Spec.Containers[0].Env) ||
+		len(pod.ManagedFields) != 1 {
 		t.Fatal("resolve changed its input")
+	}
+	if out.ManagedFields != nil || out.Name != pod.Name || out.UID != pod.UID {
+		t.Errorf("the provider's copy: managedFields %v, name %q, uid %q", out.ManagedFields, out.Name, out.UID)
 	}
 	c := out.Spec.Containers[0]
 	if len(c.EnvFrom) != 0 {

@@ -169,12 +169,17 @@ func (e *Engine) failed(ctx context.Context, api *v1.Pod, st *podState, reason s
 }
 
 // applyStatus hands the provider's latest status of this incarnation on
-// to the status writer (unless it was handed on already).
+// to the status writer (unless it was handed on already, and the
+// conditions others own — readiness gates — are still those it was
+// computed with).
 func (e *Engine) applyStatus(api *v1.Pod, st *podState) {
 	e.mu.Lock()
 	obs, applied, last := st.observed, st.applied, st.last
 	e.mu.Unlock()
-	if obs == nil || obs.UID != api.UID || obs == applied {
+	if obs == nil || obs.UID != api.UID {
+		return
+	}
+	if obs == applied && last != nil && sameOthersConditions(last.Conditions, api.Status.Conditions) {
 		return
 	}
 	s := apiStatus(api, &obs.Status, last, e.cfg.HostIPs, e.now())

@@ -88,8 +88,9 @@ type entry struct {
 	pod *v1.Pod
 	// status is the latest status, normalized.
 	status v1.PodStatus
-	// written is the API object returned by our last successful write, nil
-	// when there was none or the reconcile found the API changed since.
+	// written is the UID and status of the API object returned by our
+	// last successful write, nil when there was none or the reconcile
+	// found the API changed since.
 	written *v1.Pod
 	// deleted is set once the final delete was issued.
 	deleted bool
@@ -183,7 +184,11 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 		e = &entry{}
 		m.pods[pod.UID] = e
 	}
-	e.pod = pod.DeepCopy()
+	// The copy kept leaves out managedFields: nothing here reads them,
+	// and a node with thousands of pods would hold them all.
+	shallow := *pod
+	shallow.ManagedFields = nil
+	e.pod = shallow.DeepCopy()
 	e.status = st
 	// Queue when there is something to write, or a final delete to check.
 	enqueue := changed || e.written == nil || (pod.DeletionTimestamp != nil && !e.deleted)

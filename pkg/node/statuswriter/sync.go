@@ -205,7 +205,9 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 		normalize(&out.Status)
 		m.mu.Lock()
 		if m.pods[uid] == e {
-			e.written = out
+			// Only its UID and status are needed: not the whole pod, which
+			// at thousands of pods a node would otherwise hold twice.
+			e.written = &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: out.UID}, Status: out.Status}
 		}
 		m.mu.Unlock()
 		current = out

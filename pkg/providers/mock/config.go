@@ -12,7 +12,7 @@ import (
 // Config is the mock provider's providerConfig. Every field is optional.
 //
 //	providerConfig:
-//	  startDelay: 100ms        # created → Running
+//	  startDelay: 100ms        # created → Running (0, the default: Running when CreatePod returns)
 //	  stopDelay: 50ms          # delete → gone (at most the grace period)
 //	  latency: {create: 20ms, update: 0s, delete: 20ms, get: 0s, list: 0s}
 //	  failureRate: {create: 0.1, update: 0, delete: 0}   # 0..1

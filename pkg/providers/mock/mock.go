@@ -1,5 +1,6 @@
 // Package mock is the in-memory provider: pods "run" as entries in a map
-// that go Running after a start delay and disappear after a stop delay,
+// that go Running after a start delay (at once without one: a single
+// notification, Running) and disappear after a stop delay,
 // with configurable call latencies and injected failure rates. It is what
 // the provider test suite, the engine's tests, the end-to-end failure test
 // and the scale benchmark run against (a process with only mock virtual
@@ -226,6 +227,13 @@ func (p *Provider) CreatePod(ctx context.Context, pod *v1.Pod) error {
 	}
 	e := &entry{pod: cp}
 	p.pods[k] = e
+	if p.cfg.StartDelay.Duration <= 0 {
+		// Running at once: one notification, not a Pending one and
+		// a Running one right after it (which a kubelet would write as
+		// two status updates).
+		p.startLocked(k, e)
+		return nil
+	}
 	p.emitLocked(cp)
 	e.timer = time.AfterFunc(p.cfg.StartDelay.Duration, func() { p.start(k, cp.UID) })
 	return nil
@@ -253,6 +261,11 @@ func (p *Provider) start(k string, uid types.UID) {
 	if !ok || e.gone || e.pod.UID != uid || e.pod.DeletionTimestamp != nil {
 		return
 	}
+	p.startLocked(k, e)
+}
+
+// startLocked is start with p.mu held and the entry looked up.
+func (p *Provider) startLocked(k string, e *entry) {
 	pod := e.pod
 	now := metav1.Now()
 	if pod.Status.PodIP == "" {

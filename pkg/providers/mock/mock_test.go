@@ -123,3 +123,57 @@ func TestExitAnnotations(t *testing.T) {
 		t.Errorf("a bad exit-code annotation: %v, want invalid", err)
 	}
 }
+
+// Without a start delay a pod is Running when CreatePod returns, told in
+// one notification (not a Pending one followed at once by a Running one,
+// which a kubelet would write as two status updates); with one, Pending is
+// told first. The suite passes with no delay too.
+func TestStartWithoutDelay(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		delay  time.Duration
+		phases []v1.PodPhase
+	}{
+		{0, []v1.PodPhase{v1.PodRunning}},
+		{20 * time.Millisecond, []v1.PodPhase{v1.PodPending, v1.PodRunning}},
+	} {
+		p := NewWithConfig("n", Config{StartDelay: metav1.Duration{Duration: c.delay}})
+		got := make(chan *v1.Pod, 10)
+		p.NotifyPods(ctx, func(pod *v1.Pod) { got <- pod })
+		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: "d", UID: "uid-a"},
+			Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "i"}}}}
+		if err := p.CreatePod(ctx, pod); err != nil {
+			t.Fatal(err)
+		}
+		if c.delay == 0 {
+			now, err := p.GetPod(ctx, "d", "a")
+			if err != nil || now.Status.Phase != v1.PodRunning || now.Status.PodIP == "" || now.Status.ContainerStatuses[0].State.Running == nil {
+				t.Fatalf("delay 0: not Running when CreatePod returned: %+v %v", now, err)
+			}
+		}
+		for i, want := range c.phases {
+			select {
+			case n := <-got:
+				if n.Status.Phase != want || n.UID != "uid-a" {
+					t.Fatalf("delay %v: notification %d: phase %s uid %s, want %s", c.delay, i, n.Status.Phase, n.UID, want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("delay %v: notification %d (%s) never came", c.delay, i, want)
+			}
+		}
+		select {
+		case n := <-got:
+			t.Errorf("delay %v: one notification too many: %s", c.delay, n.Status.Phase)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func TestConformanceNoStartDelay(t *testing.T) {
+	providertest.Run(t, providertest.Harness{
+		New: func(t *testing.T, node string) provider.Provider {
+			return NewWithConfig(node, Config{StopDelay: metav1.Duration{Duration: 20 * time.Millisecond}})
+		},
+		Timeout: 10 * time.Second,
+	})
+}

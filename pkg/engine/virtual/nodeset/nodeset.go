@@ -5,6 +5,7 @@
 package nodeset
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -347,6 +348,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 		LeaseDurationSeconds:      kc.NodeLeaseDurationSeconds,
 		NodeStatusUpdateFrequency: kc.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: kc.NodeStatusReportFrequency.Duration,
+		StatusWorkers:             cmp.Or(def.PodSync.StatusWorkers, virtual.DefaultStatusWorkers),
 	})
 	if err != nil {
 		return err

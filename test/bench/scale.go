@@ -1,0 +1,1034 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/test/framework"
+)
+
+// The scale benchmark of virtual nodes (make bench-scale): pods created at
+// once, bound by nodeName to one node, until every one is Running as seen
+// through a watch, for four contenders one after another on the same
+// cluster:
+//
+//	floor  the driver creates each pod and PATCHes it Running itself, with
+//	       the contenders' identity: the most this API server carries
+//	ours   our kubelet with one mock-backed virtual node (realNode: false)
+//	vk     Virtual Kubelet's own command with its mock provider, defaults
+//	kwok   KWOK's controller with its default ("fast") stages
+//
+// Every contender's API requests go through one identity
+// (gokubelet:virtual-nodes, hack/virtual-nodes.sh creds) whose flow schema
+// (gokubelet-bench-contenders, hack/bench-scale.yaml) counts them; the
+// driver creates the pods as admin.
+
+// Contenders, in the order of a round.
+var scaleKinds = []string{"floor", "ours", "kwok", "vk"}
+
+// scaleFlowSchema is the APF flow schema of the contenders' identity
+// (hack/bench-scale.yaml).
+const scaleFlowSchema = "gokubelet-bench-contenders"
+
+// scaleOptions are the scale benchmark's flags.
+type scaleOptions struct {
+	pods, rounds, large int
+	timeout             time.Duration
+	createWorkers       int
+	kinds               []string
+	vk, kwok, kwokCfg   string
+	vkVersion           string
+	kwokVersion         string
+	contenderKubeconfig string
+	// oursTop and oursNode are lines added to our kubelet's VirtualNodes
+	// file, at the top level and to its node (experiments; the report
+	// shows them).
+	oursTop, oursNode string
+}
+
+// scaleBench is one run of the scale benchmark.
+type scaleBench struct {
+	b     *bench
+	o     scaleOptions
+	admin kubernetes.Interface // the driver: creates, deletes, watches
+	ident kubernetes.Interface // the contenders' identity: the floor's PATCHes
+	// notes[kind][wl]: what a run of that kind and workload left to say
+	// (time-outs, incomplete statuses), and the requests' breakdown.
+	notes     map[string]map[string][]string
+	breakdown map[string]map[string]string
+	wall      time.Duration
+}
+
+func (s *scaleBench) note(kind, wl, msg string) {
+	if s.notes[kind] == nil {
+		s.notes[kind] = map[string][]string{}
+	}
+	s.notes[kind][wl] = append(s.notes[kind][wl], msg)
+}
+
+func scaleWL(n int) string { return fmt.Sprintf("scale-%d", n) }
+
+// scaleNode is the Node of a contender.
+func scaleNode(kind string) string { return "scale-" + kind }
+
+func newScaleBench(b *bench, o scaleOptions) (*scaleBench, error) {
+	admin, err := fastClient(filepath.Join(b.opt.clusterDir, "admin.kubeconfig"))
+	if err != nil {
+		return nil, err
+	}
+	ident, err := fastClient(o.contenderKubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return &scaleBench{b: b, o: o, admin: admin, ident: ident,
+		notes: map[string]map[string][]string{}, breakdown: map[string]map[string]string{}}, nil
+}
+
+// fastClient is a client without a client-side rate limit, speaking
+// protobuf: the driver shares the machine with the API server, so it should
+// cost it as little CPU as possible.
+func fastClient(kubeconfig string) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.QPS = -1
+	rc.ContentType = "application/vnd.kubernetes.protobuf"
+	rc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	return kubernetes.NewForConfig(rc)
+}
+
+// run runs every round at o.pods, then one at o.large.
+func (s *scaleBench) run() error {
+	start := time.Now()
+	sizes := []struct{ n, rounds int }{{s.o.pods, s.o.rounds}}
+	if s.o.large > 0 {
+		sizes = append(sizes, struct{ n, rounds int }{s.o.large, 1})
+	}
+	for _, sz := range sizes {
+		for r := 1; r <= sz.rounds; r++ {
+			for _, kind := range s.o.kinds {
+				logf("scale %d, round %d: %s", sz.n, r, kind)
+				if err := s.runOne(kind, sz.n, r); err != nil {
+					logf("scale %d round %d %s FAILED: %v", sz.n, r, kind, err)
+					s.b.fails = append(s.b.fails, fmt.Sprintf("scale %d, round %d, %s: %v", sz.n, r, kind, err))
+				}
+			}
+		}
+	}
+	s.wall = time.Since(start)
+	return nil
+}
+
+// scaleTimeout is how long a contender may take to run n pods: the flag, or
+// max(60s, 30ms per pod) — ample for anything above 33 pods/s; a slower
+// contender's rate is measured over this much time.
+func (s *scaleBench) scaleTimeout(n int) time.Duration {
+	if s.o.timeout > 0 {
+		return s.o.timeout
+	}
+	return max(60*time.Second, time.Duration(n)*30*time.Millisecond)
+}
+
+// runOne is one contender's run at n pods: start it with a fresh node, create
+// the pods, wait for them Running, measure, stop it, remove everything.
+func (s *scaleBench) runOne(kind string, n, round int) (err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wl := scaleWL(n)
+	nodeName := scaleNode(kind)
+	if err := s.removeNode(ctx, nodeName); err != nil {
+		return err
+	}
+	ns := fmt.Sprintf("scale-%s-%d-r%d-%d", kind, n, round, time.Now().Unix()%100000)
+	if err := s.createNamespace(ctx, ns); err != nil {
+		return err
+	}
+	var proc *scaleProc
+	defer func() {
+		if proc != nil {
+			proc.stop()
+		}
+		if cerr := s.cleanup(ns, nodeName); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	if proc, err = s.startContender(ctx, kind, nodeName, fmt.Sprintf("%s-%d-r%d", kind, n, round)); err != nil {
+		return err
+	}
+	if err := s.waitNodeReady(ctx, nodeName, 120*time.Second); err != nil {
+		if proc != nil {
+			return fmt.Errorf("%w\nlog tail:\n%s", err, tailFile(proc.logPath, 20))
+		}
+		return err
+	}
+	// Let the contender settle after its node registered (informers
+	// synced, first heartbeats written).
+	time.Sleep(3 * time.Second)
+
+	t := newTracker()
+	ready := make(chan struct{})
+	go t.run(ctx, s.admin, ns, ready)
+	<-ready
+	names := podNames("p", n)
+	pid := 0
+	if proc != nil {
+		pid = proc.pid()
+		_ = resetPeakRSS(pid)
+	}
+	w0 := s.sample(ctx, pid)
+	if err := s.createAll(ctx, kind, ns, nodeName, t, names); err != nil {
+		return err
+	}
+	running := func(p *podTimes) bool { return !p.running.IsZero() }
+	timeout := s.scaleTimeout(n)
+	waitErr := t.waitAll(names, running, timeout)
+	if waitErr != nil {
+		s.note(kind, wl, fmt.Sprintf("round %d: %v", round, waitErr))
+	}
+	if proc != nil {
+		select {
+		case <-proc.exited:
+			return fmt.Errorf("%s exited during the run\nlog tail:\n%s", kind, tailFile(proc.logPath, 20))
+		default:
+		}
+	}
+	time.Sleep(3 * time.Second)
+	w1 := s.sample(ctx, pid)
+	s.record(kind, wl, n, round, t.snapshot(names), w0, w1, timeout)
+	return s.verify(ctx, kind, wl, ns, nodeName, n, round)
+}
+
+// window samples: the contender's process, the control plane's CPU, the
+// API server's request counters.
+type scaleSample struct {
+	at       time.Time
+	proc     procSample
+	procErr  error
+	cpTicks  uint64
+	dispatch float64
+	requests map[string]float64
+	// busyTicks is the machine's busy CPU time, selfTicks the driver's.
+	busyTicks, selfTicks uint64
+	// Server-side sums and counts: PATCH pods/status latency, and the
+	// contenders' wait in API Priority and Fairness queues.
+	patchSum, patchCount, waitSum, waitCount float64
+}
+
+func (s *scaleBench) sample(ctx context.Context, pid int) scaleSample {
+	smp := scaleSample{at: time.Now(), dispatch: math.NaN()}
+	if pid > 0 {
+		smp.proc, smp.procErr = readProc(pid)
+	}
+	smp.cpTicks = controlPlaneTicks()
+	if stat, err := os.ReadFile("/proc/stat"); err == nil {
+		smp.busyTicks, _ = ParseMachineBusy(string(stat))
+	}
+	if stat, err := os.ReadFile("/proc/self/stat"); err == nil {
+		smp.selfTicks, _ = ParseProcStatCPU(string(stat))
+	}
+	raw, err := s.admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		logf("metrics: %v", err)
+		return smp
+	}
+	if v, err := SumDispatched(string(raw), []string{scaleFlowSchema}); err == nil {
+		smp.dispatch = v
+	} else {
+		logf("metrics: %v", err)
+	}
+	smp.requests = RequestCounts(string(raw))
+	patch := map[string]string{"verb": "PATCH", "resource": "pods", "subresource": "status"}
+	smp.patchSum = SumSamples(string(raw), "apiserver_request_duration_seconds_sum", patch)
+	smp.patchCount = SumSamples(string(raw), "apiserver_request_duration_seconds_count", patch)
+	fs := map[string]string{"flow_schema": scaleFlowSchema, "execute": "true"}
+	smp.waitSum = SumSamples(string(raw), "apiserver_flowcontrol_request_wait_duration_seconds_sum", fs)
+	smp.waitCount = SumSamples(string(raw), "apiserver_flowcontrol_request_wait_duration_seconds_count", fs)
+	return smp
+}
+
+// controlPlaneTicks is the CPU time (clock ticks) of every kube-apiserver
+// and etcd process on the machine.
+func controlPlaneTicks() uint64 {
+	var sum uint64
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid := e.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + pid + "/comm")
+		if err != nil {
+			continue
+		}
+		switch strings.TrimSpace(string(comm)) {
+		case "kube-apiserver", "etcd":
+			if stat, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
+				if t, err := ParseProcStatCPU(string(stat)); err == nil {
+					sum += t
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func (s *scaleBench) record(kind, wl string, n, round int, ts []podTimes, w0, w1 scaleSample, timeout time.Duration) {
+	r := s.b.res
+	var first, last, lastSeen time.Time
+	var lat []float64
+	done := 0
+	for _, p := range ts {
+		if first.IsZero() || (!p.createIssued.IsZero() && p.createIssued.Before(first)) {
+			first = p.createIssued
+		}
+		if p.scheduled.After(lastSeen) {
+			lastSeen = p.scheduled
+		}
+		if p.running.IsZero() {
+			continue
+		}
+		done++
+		lat = append(lat, p.running.Sub(p.createIssued).Seconds())
+		if p.running.After(last) {
+			last = p.running
+		}
+	}
+	elapsed := last.Sub(first).Seconds()
+	if done < n {
+		// Timed out: the rate over the whole time allowed.
+		elapsed = timeout.Seconds()
+	}
+	r.add(kind, wl, "rate", Ratio(float64(done), elapsed))
+	r.add(kind, wl, "batch", elapsed)
+	r.add(kind, wl, "done", float64(done))
+	sm := Summarize(lat)
+	r.add(kind, wl, "p50", sm.P50)
+	r.add(kind, wl, "p99", sm.P99)
+	r.add(kind, wl, "reqs", (w1.dispatch-w0.dispatch)/float64(n))
+	r.add(kind, wl, "cp_cpu", float64(w1.cpTicks-w0.cpTicks)/clockTicks)
+	var procTicks uint64
+	if w0.procErr == nil && w1.procErr == nil && w1.proc.cpuTicks > 0 {
+		procTicks = w1.proc.cpuTicks - w0.proc.cpuTicks
+		r.add(kind, wl, "cpu", float64(procTicks)/clockTicks)
+		r.add(kind, wl, "hwm", float64(w1.proc.hwmKB)/1024)
+		r.add(kind, wl, "rss", float64(w1.proc.rssKB)/1024)
+	}
+	r.add(kind, wl, "created", lastSeen.Sub(first).Seconds())
+	drv := w1.selfTicks - w0.selfTicks
+	r.add(kind, wl, "drv_cpu", float64(drv)/clockTicks)
+	other := float64(w1.busyTicks-w0.busyTicks) - float64(w1.cpTicks-w0.cpTicks) - float64(procTicks) - float64(drv)
+	r.add(kind, wl, "other_cpu", max(other, 0)/clockTicks)
+	r.add(kind, wl, "patch_ms", 1000*Ratio(w1.patchSum-w0.patchSum, w1.patchCount-w0.patchCount))
+	r.add(kind, wl, "wait_ms", 1000*Ratio(w1.waitSum-w0.waitSum, w1.waitCount-w0.waitCount))
+	if w0.requests != nil && w1.requests != nil {
+		if s.breakdown[kind] == nil {
+			s.breakdown[kind] = map[string]string{}
+		}
+		s.breakdown[kind][wl] = FormatBreakdown(DiffCounts(w0.requests, w1.requests), n, []string{"POST pods"})
+	}
+	logf("%s %s round %d: %d/%d Running, %.1f pods/s, %.2f requests/pod", kind, wl, round, done, n,
+		Ratio(float64(done), elapsed), (w1.dispatch-w0.dispatch)/float64(n))
+}
+
+// verify lists the pods once everything settled: "complete" is a pod that
+// is Running with every container running and ready, the Ready condition
+// True, an IP, and the status of this very pod (its UID) — what a kubelet
+// must have written for the pod to count.
+func (s *scaleBench) verify(ctx context.Context, kind, wl, ns, nodeName string, n, round int) error {
+	complete := 0
+	var bad []string
+	cont := ""
+	for {
+		l, err := s.admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 2000, Continue: cont})
+		if err != nil {
+			return fmt.Errorf("verifying: %w", err)
+		}
+		for i := range l.Items {
+			if why := incompleteStatus(&l.Items[i], nodeName); why == "" {
+				complete++
+			} else if len(bad) < 3 {
+				bad = append(bad, l.Items[i].Name+": "+why)
+			}
+		}
+		if cont = l.Continue; cont == "" {
+			break
+		}
+	}
+	s.b.res.add(kind, wl, "complete", float64(complete))
+	if complete < n {
+		s.note(kind, wl, fmt.Sprintf("round %d: %d of %d pods with a complete Running status (e.g. %s)", round, complete, n, strings.Join(bad, "; ")))
+	}
+	return nil
+}
+
+// incompleteStatus says what is missing from a Running pod's status ("" when
+// nothing is).
+func incompleteStatus(p *v1.Pod, nodeName string) string {
+	switch {
+	case p.Spec.NodeName != nodeName:
+		return "on node " + p.Spec.NodeName
+	case p.Status.Phase != v1.PodRunning:
+		return "phase " + string(p.Status.Phase)
+	case p.Status.PodIP == "":
+		return "no podIP"
+	case !allRunning(p):
+		return "a container not running"
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if !cs.Ready {
+			return "container " + cs.Name + " not ready"
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == v1.PodReady && c.Status == v1.ConditionTrue {
+			return ""
+		}
+	}
+	return "no Ready=True condition"
+}
+
+// ---- the cluster side ---------------------------------------------------
+
+func (s *scaleBench) createNamespace(ctx context.Context, ns string) error {
+	if _, err := s.admin.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	// The ServiceAccount admission plugin refuses pods until the namespace's
+	// default ServiceAccount exists.
+	for i := 0; ; i++ {
+		if _, err := s.admin.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return nil
+		} else if i > 300 {
+			return fmt.Errorf("no default ServiceAccount in %s: %w", ns, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (s *scaleBench) waitNodeReady(ctx context.Context, name string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		n, err := s.admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			for _, c := range n.Status.Conditions {
+				if c.Type == v1.NodeReady {
+					if c.Status == v1.ConditionTrue {
+						return nil
+					}
+					last = fmt.Sprintf("Ready=%s (%s)", c.Status, c.Message)
+				}
+			}
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s not Ready after %v: %s", name, timeout, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// removeNode deletes a contender's Node and Lease and waits until the Node
+// is gone.
+func (s *scaleBench) removeNode(ctx context.Context, name string) error {
+	_ = s.admin.CoordinationV1().Leases("kube-node-lease").Delete(ctx, name, metav1.DeleteOptions{})
+	err := s.admin.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	for i := 0; i < 300; i++ {
+		if _, err := s.admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("node %s not gone after 30s", name)
+}
+
+// cleanup removes a run's pods (grace 0: the contender is stopped already),
+// its namespace and its node, and waits until the pods are gone.
+func (s *scaleBench) cleanup(ns, nodeName string) error {
+	ctx := context.Background()
+	var names []string
+	cont := ""
+	for {
+		l, err := s.admin.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{Limit: 2000, Continue: cont})
+		if err != nil {
+			return fmt.Errorf("cleanup: %w", err)
+		}
+		for _, p := range l.Items {
+			names = append(names, p.Name)
+		}
+		if cont = l.Continue; cont == "" {
+			break
+		}
+	}
+	err := parallel(len(names), s.o.createWorkers, func(i int) error {
+		err := s.admin.CoreV1().Pods(ns).Delete(ctx, names[i], metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("cleanup: %w", err)
+	}
+	_ = s.admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+	return s.removeNode(ctx, nodeName)
+}
+
+// createAll creates the pods, createWorkers at a time, bound to nodeName.
+// For the floor, each worker then PATCHes its pod's status Running, as a
+// kubelet would write it, with the contenders' identity.
+func (s *scaleBench) createAll(ctx context.Context, kind, ns, nodeName string, t *tracker, names []string) error {
+	hostIP := s.b.env["NODE_IP"]
+	return parallel(len(names), s.o.createWorkers, func(i int) error {
+		pod := benchPod(names[i])
+		pod.Spec.NodeName = nodeName
+		t.set(names[i], func(p *podTimes) { p.createIssued = time.Now() })
+		created, err := s.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		if kind != "floor" {
+			return nil
+		}
+		patch, err := runningPatch(created, hostIP, fmt.Sprintf("10.%d.%d.%d", 100+i>>16, (i>>8)&0xff, i&0xff), time.Now())
+		if err != nil {
+			return err
+		}
+		_, err = s.ident.CoreV1().Pods(ns).Patch(ctx, created.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+		return err
+	})
+}
+
+// runningPatch is the status a kubelet writes for a started pod, as a
+// strategic merge patch with the UID as precondition: phase Running, the
+// five kubelet conditions, every container running and ready, IPs, start
+// time, QoS class.
+func runningPatch(p *v1.Pod, hostIP, podIP string, now time.Time) ([]byte, error) {
+	ts := metav1.NewTime(now)
+	st := v1.PodStatus{
+		Phase:     v1.PodRunning,
+		HostIP:    hostIP,
+		HostIPs:   []v1.HostIP{{IP: hostIP}},
+		PodIP:     podIP,
+		PodIPs:    []v1.PodIP{{IP: podIP}},
+		StartTime: &ts,
+		QOSClass:  v1.PodQOSBestEffort,
+	}
+	for _, ct := range []v1.PodConditionType{v1.PodReadyToStartContainers, v1.PodInitialized, v1.PodReady, v1.ContainersReady, v1.PodScheduled} {
+		st.Conditions = append(st.Conditions, v1.PodCondition{Type: ct, Status: v1.ConditionTrue, LastTransitionTime: ts})
+	}
+	for _, c := range p.Spec.Containers {
+		st.ContainerStatuses = append(st.ContainerStatuses, v1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: "floor://" + c.Image, ContainerID: "floor://" + string(p.UID) + "/" + c.Name,
+			Ready: true, Started: ptr.To(true), State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: ts}},
+		})
+	}
+	return json.Marshal(map[string]any{"metadata": map[string]any{"uid": p.UID}, "status": st})
+}
+
+// ---- the contenders' processes -------------------------------------------
+
+type scaleProc struct {
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+}
+
+func (p *scaleProc) pid() int { return p.cmd.Process.Pid }
+
+// stop sends SIGTERM, then SIGKILL after 15 s.
+func (p *scaleProc) stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+func startProc(args, env []string, logPath string) (*scaleProc, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	p := &scaleProc{cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); f.Close(); close(p.exited) }()
+	return p, nil
+}
+
+// startContender starts kind's process (none for the floor) with node
+// nodeName; the caller waits for the node to be Ready.
+func (s *scaleBench) startContender(ctx context.Context, kind, nodeName, tag string) (*scaleProc, error) {
+	dir := filepath.Join(s.b.opt.workDir, "scale", tag)
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(s.b.opt.workDir, "scale", tag+".log")
+	env := s.b.env
+	switch kind {
+	case "floor":
+		// A Node for the pods to be bound to (the pod garbage collector
+		// deletes pods of nodes that do not exist), Ready once.
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{"kubernetes.io/hostname": nodeName}}}
+		if _, err := s.admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		now := metav1.Now()
+		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.NodeCondition{{
+			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "Floor", LastHeartbeatTime: now, LastTransitionTime: now}}}})
+		_, err := s.admin.CoreV1().Nodes().PatchStatus(ctx, nodeName, patch)
+		return nil, err
+	case "ours":
+		port, err := framework.FreeTCPPort()
+		if err != nil {
+			return nil, err
+		}
+		healthz, err := framework.FreeTCPPort()
+		if err != nil {
+			return nil, err
+		}
+		// The mock provider and the engine with their defaults; only what a
+		// virtual-only process needs is set.
+		cfg := fmt.Sprintf(`apiVersion: gokubelet.io/v1alpha1
+kind: VirtualNodes
+realNode: false
+instance: gokubelet-bench-scale
+%snodes:
+- name: %s
+  provider: mock
+  port: %d
+%s`, indentLines(s.o.oursTop, ""), nodeName, port, indentLines(s.o.oursNode, "  "))
+		cfgPath := filepath.Join(dir, "virtual-nodes.yaml")
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+			return nil, err
+		}
+		return startProc([]string{s.b.opt.ours, "--kubeconfig", s.o.contenderKubeconfig, "--virtual-nodes-config", cfgPath,
+			"--root-dir", filepath.Join(dir, "root"), "--healthz-port", fmt.Sprint(healthz), "--node-ip", env["NODE_IP"]}, nil, logPath)
+	case "vk":
+		port, err := framework.FreeTCPPort()
+		if err != nil {
+			return nil, err
+		}
+		metrics, err := framework.FreeTCPPort()
+		if err != nil {
+			return nil, err
+		}
+		// The mock provider's configuration file is required: an entry for
+		// the node without settings gives its defaults.
+		pcfg := filepath.Join(dir, "mock.json")
+		if err := os.WriteFile(pcfg, []byte(fmt.Sprintf("{%q: {}}\n", nodeName)), 0o644); err != nil {
+			return nil, err
+		}
+		// Its kubelet API needs a serving certificate: the cluster's.
+		return startProc([]string{s.o.vk, "--provider", "mock", "--provider-config", pcfg, "--nodename", nodeName,
+			"--kubeconfig", s.o.contenderKubeconfig, "--metrics-addr", fmt.Sprintf("127.0.0.1:%d", metrics)},
+			[]string{"KUBELET_PORT=" + fmt.Sprint(port), "VKUBELET_POD_IP=" + env["NODE_IP"],
+				"APISERVER_CERT_LOCATION=" + env["KUBELET_TLS_CERT_FILE"], "APISERVER_KEY_LOCATION=" + env["KUBELET_TLS_KEY_FILE"]}, logPath)
+	case "kwok":
+		// KWOK simulates nodes that exist: the Node is created with the
+		// annotation its configuration selects.
+		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName,
+			Labels:      map[string]string{"kubernetes.io/hostname": nodeName, "type": "kwok"},
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
+		if _, err := s.admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		return startProc([]string{s.o.kwok, "--kubeconfig", s.o.contenderKubeconfig, "--config", s.o.kwokCfg,
+			"--node-ip", env["NODE_IP"]}, []string{"HOME=" + dir}, logPath)
+	}
+	return nil, fmt.Errorf("unknown contender %q", kind)
+}
+
+// ---- the report -----------------------------------------------------------
+
+var scaleFigs = []figure{
+	{"rate", "pods / s (create → Running, through a watch)"},
+	{"batch", "whole batch (s)"},
+	{"p50", "per-pod p50 (s)"},
+	{"p99", "per-pod p99 (s)"},
+	{"done", "pods Running (watch)"},
+	{"complete", "pods with a complete Running status (list)"},
+	{"reqs", "API requests / pod (the contender's identity)"},
+	{"cpu", "process CPU (s)"},
+	{"hwm", "process peak RSS (MiB)"},
+	{"rss", "process RSS, all Running (MiB)"},
+	{"cp_cpu", "kube-apiserver + etcd CPU (s)"},
+}
+
+// scaleDiagFigs say where the time went.
+var scaleDiagFigs = []figure{
+	{"created", "last pod created, as seen through the watch (s)"},
+	{"patch_ms", "PATCH pods/status, mean server-side latency (ms)"},
+	{"wait_ms", "the contender's mean wait in API Priority and Fairness queues (ms)"},
+	{"drv_cpu", "the driver's CPU (s)"},
+	{"other_cpu", "CPU of everything else on the machine (s)"},
+}
+
+// oursChanges describes what the run changed in our kubelet's file.
+func (s *scaleBench) oursChanges() string {
+	var parts []string
+	for _, l := range []string{s.o.oursTop, s.o.oursNode} {
+		if t := strings.TrimSpace(l); t != "" {
+			parts = append(parts, "`"+strings.ReplaceAll(t, "\n", "; ")+"`")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", except: " + strings.Join(parts, ", ")
+}
+
+func (s *scaleBench) kindLabel(kind string) string {
+	switch kind {
+	case "floor":
+		return "floor (driver PATCHes)"
+	case "ours":
+		return "ours (mock)"
+	case "vk":
+		return "Virtual Kubelet " + s.o.vkVersion + " (mock)"
+	case "kwok":
+		return "KWOK " + s.o.kwokVersion
+	}
+	return kind
+}
+
+func (s *scaleBench) table(wl string) string { return s.tableOf(wl, scaleFigs, true) }
+
+func (s *scaleBench) tableOf(wl string, figs []figure, withRatios bool) string {
+	var sb strings.Builder
+	sb.WriteString("| figure |")
+	for _, k := range s.o.kinds {
+		sb.WriteString(" " + s.kindLabel(k) + " |")
+	}
+	var ratios []string
+	for _, k := range s.o.kinds {
+		if k != "ours" && withRatios {
+			ratios = append(ratios, k)
+		}
+	}
+	for _, k := range ratios {
+		fmt.Fprintf(&sb, " ours/%s |", k)
+	}
+	sb.WriteString("\n|---|" + strings.Repeat("---|", len(s.o.kinds)+len(ratios)) + "\n")
+	for _, f := range figs {
+		fmt.Fprintf(&sb, "| %s |", f.label)
+		for _, k := range s.o.kinds {
+			fmt.Fprintf(&sb, " %s |", FormatSpread(s.b.res.get(k, wl, f.key)))
+		}
+		for _, k := range ratios {
+			r := "–"
+			if f.key != "done" && f.key != "complete" {
+				r = FormatSpread(PairedRatios(s.b.res.get("ours", wl, f.key), s.b.res.get(k, wl, f.key)))
+			}
+			fmt.Fprintf(&sb, " %s |", r)
+		}
+		sb.WriteString("\n")
+	}
+	return sb.String()
+}
+
+// verdict checks the acceptance at wl: ours at least 0.8× the floor's rate
+// and above every other contender's, in every round, with every status
+// complete.
+func (s *scaleBench) verdict(wl string, n int) string {
+	ours := s.b.res.get("ours", wl, "rate")
+	if len(ours) == 0 {
+		return "no run of ours: no verdict"
+	}
+	var fails, passes []string
+	if fl := s.b.res.get("floor", wl, "rate"); len(fl) > 0 {
+		lo, _ := MinMax(PairedRatios(ours, fl))
+		msg := fmt.Sprintf("ours/floor %s (lowest round %s; at least 0.80 wanted)", FormatSpread(PairedRatios(ours, fl)), FormatNum(lo))
+		if lo >= 0.8 {
+			passes = append(passes, msg)
+		} else {
+			fails = append(fails, msg)
+		}
+	}
+	for _, k := range []string{"vk", "kwok"} {
+		other := s.b.res.get(k, wl, "rate")
+		if len(other) == 0 {
+			continue
+		}
+		lo, _ := MinMax(PairedRatios(ours, other))
+		msg := fmt.Sprintf("ours/%s %s (lowest round %s; above 1 wanted)", k, FormatSpread(PairedRatios(ours, other)), FormatNum(lo))
+		if lo > 1 {
+			passes = append(passes, msg)
+		} else {
+			fails = append(fails, msg)
+		}
+	}
+	lo, _ := MinMax(s.b.res.get("ours", wl, "complete"))
+	msg := fmt.Sprintf("ours: %s of %d pods with a complete Running status in the worst round", FormatNum(lo), n)
+	if lo == float64(n) {
+		passes = append(passes, msg)
+	} else {
+		fails = append(fails, msg)
+	}
+	if len(fails) == 0 {
+		return "**holds**: " + strings.Join(passes, "; ") + "."
+	}
+	return "**does not hold**: " + strings.Join(fails, "; ") + ". (Met: " + strings.Join(passes, "; ") + ".)"
+}
+
+func (s *scaleBench) report() string {
+	o := s.o
+	var sb strings.Builder
+	begin, end := sectionMarkers("scale")
+	fmt.Fprintf(&sb, "%s\n## Scale: one virtual node, pods created at once\n\n", begin)
+	fmt.Fprintf(&sb, "Written by `make bench-scale` (hack/bench.sh with BENCH_MODE=scale, test/bench/scale.go) on %s, "+
+		"our commit %s, in %s on this machine (%d CPUs): %d pods, %d rounds", time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		s.b.opt.commit, s.wall.Round(time.Second), runtime.NumCPU(), o.pods, o.rounds)
+	if o.large > 0 {
+		fmt.Fprintf(&sb, ", then %d pods, one round", o.large)
+	}
+	sb.WriteString(".\n\n")
+	fmt.Fprintf(&sb, `Method:
+
+- One local control plane (`+"`hack/cluster.sh up`"+`, CLUSTER_NODE=0: etcd, kube-apiserver,
+  kube-controller-manager, kube-scheduler; the machine's own node stopped). Contenders run one
+  after another in each round, in the order %s, each with a fresh node of its own
+  (`+"`scale-<contender>`"+`) and a fresh namespace; between them the contender is stopped, its pods
+  deleted with grace period 0, its namespace, Node and Lease deleted.
+- Pods: one container, no service-account token, `+"`spec.nodeName`"+` set (no scheduler), created
+  by the driver as cluster admin, %d create calls in flight at a time, with a protobuf client
+  without a client-side rate limit. A pod counts as Running at the arrival of the first watch event
+  showing every container running (driver clock). Pods/s: pods Running over the time from the first
+  create call to the last pod Running; a contender that has not finished within %s is
+  stopped there and its rate is the pods Running over that time (noted below).
+- Every contender's own requests go through one identity, `+"`gokubelet:virtual-nodes`"+`
+  (`+"`hack/virtual-nodes.sh creds`"+`, plus the pod and event verbs KWOK needs, in
+  `+"`hack/bench-scale.yaml`"+`), whose API Priority and Fairness flow schema `+"`%s`"+` (same
+  priority level as before, global-default) counts them: API requests / pod is the increase of
+  `+"`apiserver_flowcontrol_dispatched_requests_total`"+` for it over the window (from before the
+  first create to 3 s after the last pod Running), divided by the pods. The breakdown below is the
+  increase of `+"`apiserver_request_total`"+` over the same window for everyone but the driver's
+  creates (so it includes the control plane's own background requests).
+- Process CPU (utime+stime) and peak RSS (VmHWM, reset through clear_refs at the window's start)
+  from /proc of the contender's process over the window; RSS at the window's end. kube-apiserver
+  + etcd CPU over the same window shows what each contender costs the control plane.
+- Contenders:
+  - **floor**: no kubelet. The driver itself, right after each create returns, PATCHes that pod's
+    status to Running (phase, the five kubelet conditions, container running and ready, IPs,
+    start time, QoS class; the UID as precondition) with the contenders' identity and no rate
+    limit: the most this API server carries for creating and starting pods.
+  - **ours**: `+"`kubelet --virtual-nodes-config`"+` with `+"`realNode: false`"+` and one node,
+    provider `+"`mock`"+`, every setting at its default (engine, mock provider, API client)%s.
+  - **Virtual Kubelet %s**: its own command (`+"`cmd/virtual-kubelet`"+`, built from the Go module
+    proxy by `+"`hack/build-contenders.sh`"+`) with `+"`--provider mock`"+` and an empty provider
+    configuration, everything else at its defaults; only its ports and the serving certificate
+    its kubelet API requires are set.
+  - **KWOK %s**: `+"`cmd/kwok`"+` (built the same way) with the configuration of its in-cluster
+    install (`+"`kustomize/kwok/kwok.yaml`"+`) and its default "fast" stages given in that file
+    rather than as Stage objects (so no CRDs are installed); the driver creates its Node with the
+    annotation that configuration selects.
+- Every cell: median over rounds [min–max]; ratios are paired per round.
+
+`, strings.Join(o.kinds, ", "), o.createWorkers, fmtDur(s.scaleTimeout(o.pods)), scaleFlowSchema, s.oursChanges(), o.vkVersion, o.kwokVersion)
+	sizes := []int{o.pods}
+	if o.large > 0 {
+		sizes = append(sizes, o.large)
+	}
+	for _, n := range sizes {
+		wl := scaleWL(n)
+		fmt.Fprintf(&sb, "### %d pods\n\n%s\nWhere the time went (same windows):\n\n%s\n", n, s.table(wl), s.tableOf(wl, scaleDiagFigs, false))
+		fmt.Fprintf(&sb, "Acceptance (ours ≥ 0.8× the floor, above Virtual Kubelet and KWOK, every status complete): %s\n\n", s.verdict(wl, n))
+		sb.WriteString("API requests by verb and resource, per pod (`apiserver_request_total`, last round, driver's creates excluded):\n\n")
+		for _, k := range o.kinds {
+			if b := s.breakdown[k][wl]; b != "" {
+				fmt.Fprintf(&sb, "- %s: %s\n", s.kindLabel(k), b)
+			}
+		}
+		sb.WriteString("\n")
+		var notes []string
+		for _, k := range o.kinds {
+			for _, msg := range s.notes[k][wl] {
+				notes = append(notes, fmt.Sprintf("- %s: %s", s.kindLabel(k), msg))
+			}
+		}
+		if len(notes) > 0 {
+			sb.WriteString("Notes:\n\n" + strings.Join(notes, "\n") + "\n\n")
+		}
+	}
+	var fails []string
+	for _, f := range s.b.fails {
+		fails = append(fails, "- "+strings.ReplaceAll(f, "\n", " "))
+	}
+	if len(fails) > 0 {
+		sb.WriteString("Failed runs (their figures are missing above):\n\n" + strings.Join(fails, "\n") + "\n\n")
+	}
+	sb.WriteString(end + "\n")
+	return sb.String()
+}
+
+// indentLines indents every non-empty line of s and ends it with a newline
+// ("" stays "").
+func indentLines(s, indent string) string {
+	var out strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			out.WriteString(indent + l + "\n")
+		}
+	}
+	return out.String()
+}
+
+func fmtDur(d time.Duration) string { return d.Round(time.Second).String() }
+
+// ---- pure helpers (stats_test.go) ---------------------------------------------
+
+// RequestCounts sums apiserver_request_total by "VERB resource[/subresource]"
+// from a Prometheus text exposition.
+func RequestCounts(metrics string) map[string]float64 {
+	const name = "apiserver_request_total{"
+	out := map[string]float64{}
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		end := strings.IndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(strings.TrimSpace(line[end+1:]), &v); err != nil {
+			continue
+		}
+		l := parseLabels(line[len(name):end])
+		key := l["verb"] + " " + l["resource"]
+		switch {
+		case l["resource"] == "":
+			key = l["verb"] + " (non-resource)"
+		case l["subresource"] != "":
+			key += "/" + l["subresource"]
+		}
+		out[key] += v
+	}
+	return out
+}
+
+// SumSamples sums the samples of a metric (name with its _sum/_count
+// suffix) whose labels include every pair of match.
+func SumSamples(metrics, name string, match map[string]string) float64 {
+	var sum float64
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		end := strings.IndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		l := parseLabels(line[len(name)+1 : end])
+		ok := true
+		for k, v := range match {
+			ok = ok && l[k] == v
+		}
+		var v float64
+		if _, err := fmt.Sscan(strings.TrimSpace(line[end+1:]), &v); ok && err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// ParseMachineBusy returns the busy CPU time (clock ticks: all but idle and
+// iowait) of the machine from /proc/stat.
+func ParseMachineBusy(stat string) (uint64, error) {
+	line, _, _ := strings.Cut(stat, "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, fmt.Errorf("malformed /proc/stat: %q", line)
+	}
+	var busy uint64
+	for i, x := range f[1:] {
+		var v uint64
+		if _, err := fmt.Sscan(x, &v); err != nil {
+			return 0, fmt.Errorf("malformed /proc/stat: %q", line)
+		}
+		// user nice system idle iowait irq softirq steal guest guest_nice:
+		// idle and iowait are not busy; guest time is already in user.
+		if i == 3 || i == 4 || i >= 8 {
+			continue
+		}
+		busy += v
+	}
+	return busy, nil
+}
+
+// DiffCounts is after-before per key (keys only in after count from 0).
+func DiffCounts(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// FormatBreakdown lists the counts per pod, largest first, those of at
+// least 0.01 per pod, without the excluded keys.
+func FormatBreakdown(d map[string]float64, pods int, exclude []string) string {
+	skip := map[string]bool{}
+	for _, e := range exclude {
+		skip[e] = true
+	}
+	type kv struct {
+		k string
+		v float64
+	}
+	var l []kv
+	for k, v := range d {
+		if !skip[k] && v/float64(pods) >= 0.01 {
+			l = append(l, kv{k, v / float64(pods)})
+		}
+	}
+	sort.Slice(l, func(i, j int) bool {
+		if l[i].v != l[j].v {
+			return l[i].v > l[j].v
+		}
+		return l[i].k < l[j].k
+	})
+	if len(l) == 0 {
+		return "none above 0.01"
+	}
+	parts := make([]string, len(l))
+	for i, e := range l {
+		parts[i] = fmt.Sprintf("%s %s", e.k, FormatNum(e.v))
+	}
+	return strings.Join(parts, ", ")
+}
