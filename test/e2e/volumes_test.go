@@ -308,12 +308,10 @@ echo saw-both > /dev/termination-log`)
 	if _, err := client.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cur, err := client.CoreV1().Pods(ns).Get(ctx, "live", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Labels["stage"] = "two"
-	if _, err := client.CoreV1().Pods(ns).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	// A patch: the kubelet writes this pod's status meanwhile, so a read
+	// and an Update could lose to it (issue 7).
+	if _, err := client.CoreV1().Pods(ns).Patch(ctx, "live", types.MergePatchType,
+		[]byte(`{"metadata":{"labels":{"stage":"two"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got := waitPod(t, ns, "live", "finished", succeeded)
