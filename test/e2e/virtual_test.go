@@ -453,8 +453,9 @@ func TestVirtualNodeOnSecondControlPlane(t *testing.T) {
 		"CLUSTER_DIR=" + dir2, "CLUSTER_RUN_DIR=/run/gokubelet/cluster2", "CLUSTER_LOG_DIR=/var/log/gokubelet/cluster2",
 		"CLUSTER_NAME=gokubelet2", "CLUSTER_NODE=0", "ETCD_CLIENT_PORT=23791", "ETCD_PEER_PORT=23801",
 		"APISERVER_PORT=6444", "CONTROLLER_MANAGER_PORT=10267", "SCHEDULER_PORT=10269",
-		// The first cluster's metrics-server holds its port.
-		"METRICS_SERVER=0",
+		// The first cluster's metrics-server, kube-proxy and CoreDNS hold
+		// their ports; this cluster's only node is virtual and needs none.
+		"METRICS_SERVER=0", "CLUSTER_ADDONS=0",
 	}
 	t.Cleanup(func() {
 		if err := framework.Script(repoRoot, env2, "hack/cluster.sh", "down", "--purge"); err != nil {
