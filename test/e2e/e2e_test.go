@@ -32,6 +32,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 	"github.com/gokubelet/kubelet/test/framework"
 )
@@ -112,7 +113,24 @@ func run(m *testing.M) int {
 		}
 	}
 	_ = framework.ClearRuntime(runtimeSvc)
+	// The kubelet's virtual nodes stay registered when it stops, as a real
+	// node does; the next user of the cluster (make test's conformance
+	// tier) would take them for nodes it may use while their Leases still
+	// look fresh.
+	if err := deleteVirtualNodes(virtualnodes.LabelInstance + "=e2e"); err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: deleting the virtual nodes: %v\n", err)
+	}
 	return code
+}
+
+// deleteVirtualNodes deletes the Nodes the selector picks.
+func deleteVirtualNodes(selector string) error {
+	if client == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return client.CoreV1().Nodes().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: selector})
 }
 
 func setup(tmp string) error {
