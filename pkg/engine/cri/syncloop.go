@@ -9,6 +9,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/pleg"
@@ -68,6 +69,11 @@ func (e *Engine) handlePodUpdate(ctx context.Context, u podconfig.PodUpdate) {
 				continue
 			}
 			if u.Op == podconfig.RECONCILE {
+				// A status-only change; a sync only when a readiness
+				// gate's condition changed what Ready must say.
+				if podstatus.NeedsReadinessReconcile(p) {
+					e.dispatch(ctx, p)
+				}
 				continue
 			}
 			if podspec.IsStatic(p) {

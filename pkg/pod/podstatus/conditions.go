@@ -178,6 +178,24 @@ func ReadyCondition(spec *v1.PodSpec, conditions []v1.PodCondition, initStatuses
 	return c
 }
 
+// NeedsReadinessReconcile reports whether the Ready condition a pod's
+// status carries is not the one its readiness gates now give: someone else
+// (a load balancer controller, a test) set or changed a gate's condition,
+// a status-only change that asks for a sync so Ready follows it, as
+// upstream's status manager decides. Pods without gates, or without a
+// Ready condition yet, need none.
+func NeedsReadinessReconcile(pod *v1.Pod) bool {
+	if len(pod.Spec.ReadinessGates) == 0 {
+		return false
+	}
+	cur := podspec.FindCondition(pod.Status.Conditions, v1.PodReady)
+	if cur == nil {
+		return false
+	}
+	want := ReadyCondition(&pod.Spec, pod.Status.Conditions, pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses, pod.Status.Phase)
+	return cur.Status != want.Status || cur.Message != want.Message
+}
+
 // anyAppContainerRan reports whether an app container is running, has
 // terminated, or waits after a previous run.
 func anyAppContainerRan(spec *v1.PodSpec, statuses []v1.ContainerStatus) bool {

@@ -117,3 +117,36 @@ func TestContainersReadyAndReadyConditions(t *testing.T) {
 		})
 	}
 }
+
+func TestNeedsReadinessReconcile(t *testing.T) {
+	gated := func(conds ...v1.PodCondition) *v1.Pod {
+		p := podOf(v1.RestartPolicyAlways, nil, nil, "a")
+		p.Spec.ReadinessGates = []v1.PodReadinessGate{{ConditionType: "example.com/lb"}}
+		p.Status = v1.PodStatus{Phase: v1.PodRunning, Conditions: conds, ContainerStatuses: cs(ready(running("a")))}
+		return p
+	}
+	gateMissing := `corresponding condition of pod readiness gate "example.com/lb" does not exist.`
+	notReady := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Reason: ReasonReadinessGatesNotReady, Message: gateMissing}
+	isReady := v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionTrue}
+	gateTrue := v1.PodCondition{Type: "example.com/lb", Status: v1.ConditionTrue}
+	gateFalse := v1.PodCondition{Type: "example.com/lb", Status: v1.ConditionFalse}
+	noGates := podOf(v1.RestartPolicyAlways, nil, nil, "a")
+	noGates.Status = v1.PodStatus{Phase: v1.PodRunning, Conditions: []v1.PodCondition{notReady}, ContainerStatuses: cs(ready(running("a")))}
+	for _, tc := range []struct {
+		name string
+		pod  *v1.Pod
+		want bool
+	}{
+		{"gate set True by someone else, Ready still False", gated(gateTrue, notReady), true},
+		{"gate set False, Ready still True", gated(gateFalse, isReady), true},
+		{"Ready already follows the gate", gated(gateTrue, isReady), false},
+		{"gate still missing, Ready False with that message", gated(notReady), false},
+		{"gate missing, message outdated", gated(v1.PodCondition{Type: v1.PodReady, Status: v1.ConditionFalse, Message: "old"}), true},
+		{"no Ready condition yet", gated(gateTrue), false},
+		{"no readiness gates", noGates, false},
+	} {
+		if got := NeedsReadinessReconcile(tc.pod); got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
