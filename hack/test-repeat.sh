@@ -17,7 +17,7 @@ failed_runs=0
 {
   echo "# make test, $N runs in a row"
   echo
-  echo "$(date -u +%FT%TZ), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- cmd pkg test hack 2>/dev/null || echo ' (with uncommitted changes)'), tiers: ${TEST_TIERS:-unit integration e2e}"
+  echo "$(date -u +%FT%TZ), commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- cmd pkg test hack 2>/dev/null || echo ' (with uncommitted changes)'), tiers: ${TEST_TIERS:-unit integration e2e conformance}"
   echo
   echo "| run | result | duration | failed tests |"
   echo "| --- | --- | --- | --- |"
