@@ -89,7 +89,16 @@ func TestFailingContainerBacksOffLonger(t *testing.T) {
 	if c := containerStatus(p, "crash"); c.LastTerminationState.Terminated == nil || c.LastTerminationState.Terminated.ExitCode != 1 {
 		t.Errorf("lastState does not carry exit code 1: %+v", c.LastTerminationState)
 	}
-	_, cs := runtimePod(t, string(p.UID))
+	sbs, cs := runtimePod(t, string(p.UID))
+	// The crash loop backs off inside the pod's one sandbox (issue 7's
+	// "sandbox re-created instead of backing off" flake would show here as
+	// a second sandbox or a sandbox attempt above 0).
+	for _, sb := range sbs {
+		if len(sbs) != 1 || sb.Metadata.Attempt != 0 {
+			t.Errorf("the pod sandbox was re-created while its container crash-looped: %d sandboxes, this one attempt %d, state %v",
+				len(sbs), sb.Metadata.Attempt, sb.State)
+		}
+	}
 	starts := map[uint32]time.Time{}
 	finishes := map[uint32]time.Time{}
 	for _, c := range cs {
