@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 
 	v1 "k8s.io/api/core/v1"
@@ -81,8 +80,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	for _, w := range machine.Warnings {
 		log.Info("Machine fact unavailable", "detail", w)
 	}
-	hostname, _ := os.Hostname()
-	ncfg, err := nodestatus.ConfigFrom(cfg, s.NodeName, strings.ToLower(hostname), s.NodeIPs, s.NodeLabels, Version)
+	ncfg, err := nodestatus.ConfigFrom(cfg, s.NodeName, machine.Hostname, s.NodeIPs, s.NodeLabels, Version)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+	nodeutil "k8s.io/component-helpers/node/util"
 )
 
 // Read gathers the machine's facts. rootDir is the kubelet's root dir, whose
@@ -98,8 +99,8 @@ func readFrom(fs fileReader, rootDir string) (Info, error) {
 	if info.OSImage == "" {
 		info.OSImage = "Linux"
 	}
-	if h, err := os.Hostname(); err == nil {
-		info.Hostname = strings.ToLower(strings.TrimSpace(h))
+	if h, err := nodeutil.GetHostname(""); err == nil {
+		info.Hostname = h // trimmed and lowercased, as upstream
 	} else {
 		warn("hostname unknown: %v", err)
 	}

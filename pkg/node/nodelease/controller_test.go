@@ -18,22 +18,67 @@ import (
 
 var start = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
-func newController(t *testing.T, client *fake.Clientset, clk *clocktesting.FakeClock, node func() *v1.Node) *Controller {
+// testInterval keeps the library's real-time renew loop quick in tests.
+const testInterval = 20 * time.Millisecond
+
+// run starts a controller renewing every testInterval, stamping renewTime
+// from clk; it stops when the test ends.
+func run(t *testing.T, client *fake.Clientset, clk *clocktesting.FakeClock, node func() *v1.Node) {
 	t.Helper()
-	c, err := NewController(Options{Client: client, NodeName: "node-a", Clock: clk, Node: node})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
+	runWith(t, Options{Client: client, NodeName: "node-a", Clock: clk, Node: node, RenewInterval: testInterval})
 }
 
-func getLease(t *testing.T, client *fake.Clientset) *coordinationv1.Lease {
+func runWith(t *testing.T, opts Options) {
 	t.Helper()
-	l, err := client.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), "node-a", metav1.GetOptions{})
+	c, err := NewController(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+}
+
+// lease returns the stored Lease, or nil.
+func lease(client *fake.Clientset) *coordinationv1.Lease {
+	l, err := client.CoordinationV1().Leases("kube-node-lease").Get(context.Background(), "node-a", metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
 	return l
+}
+
+// waitFor polls cond until it holds, failing the test after 10s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func ownedBy(l *coordinationv1.Lease, uid string) bool {
+	return l != nil && len(l.OwnerReferences) == 1 && l.OwnerReferences[0].Kind == "Node" &&
+		l.OwnerReferences[0].APIVersion == "v1" && l.OwnerReferences[0].Name == "node-a" && string(l.OwnerReferences[0].UID) == uid
+}
+
+func countActions(client *fake.Clientset, verb, resource string) int {
+	n := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == verb && a.GetResource().Resource == resource {
+			n++
+		}
+	}
+	return n
 }
 
 func registeredNode() *v1.Node {
@@ -60,106 +105,110 @@ func TestDefaults(t *testing.T) {
 func TestLeaseCreatedWithOwnerAndRenewed(t *testing.T) {
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(start)
-	c := newController(t, client, clk, registeredNode)
-	ctx := context.Background()
+	run(t, client, clk, registeredNode)
 
-	c.sync(ctx)
-	l := getLease(t, client)
+	waitFor(t, "the lease", func() bool { return lease(client) != nil })
+	l := lease(client)
 	if *l.Spec.HolderIdentity != "node-a" || *l.Spec.LeaseDurationSeconds != 40 || !l.Spec.RenewTime.Time.Equal(start) {
 		t.Fatalf("lease spec = %+v", l.Spec)
 	}
-	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].Kind != "Node" || l.OwnerReferences[0].UID != "uid-1" ||
-		l.OwnerReferences[0].APIVersion != "v1" || l.OwnerReferences[0].Name != "node-a" {
+	if !ownedBy(l, "uid-1") {
 		t.Fatalf("owner refs = %+v", l.OwnerReferences)
 	}
 
 	clk.Step(10 * time.Second)
-	client.ClearActions()
-	c.sync(ctx)
-	for _, a := range client.Actions() {
-		if a.GetVerb() == "get" && a.GetResource().Resource == "leases" {
-			t.Errorf("renewal from the last written lease must not GET: %v", client.Actions())
-		}
+	waitFor(t, "a renewal", func() bool { return lease(client).Spec.RenewTime.Time.Equal(start.Add(10 * time.Second)) })
+	if l := lease(client); !ownedBy(l, "uid-1") || *l.Spec.HolderIdentity != "node-a" {
+		t.Fatalf("renewed lease = %+v", l)
 	}
-	if l := getLease(t, client); !l.Spec.RenewTime.Time.Equal(start.Add(10 * time.Second)) {
-		t.Fatalf("renewTime = %v", l.Spec.RenewTime)
+}
+
+func TestRenewalDoesNotReadTheLease(t *testing.T) {
+	client := fake.NewClientset()
+	var gets atomic.Int32
+	client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		gets.Add(1)
+		return false, nil, nil
+	})
+	var updates atomic.Int32
+	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		updates.Add(1)
+		return false, nil, nil
+	})
+	run(t, client, clocktesting.NewFakeClock(start), registeredNode)
+	waitFor(t, "three renewals", func() bool { return updates.Load() >= 3 })
+	// The one GET is ensure-before-create; renewals reuse the written Lease.
+	if g := gets.Load(); g != 1 {
+		t.Fatalf("lease GETs = %d after %d renewals, want 1", g, updates.Load())
 	}
 }
 
 func TestLeaseWaitsForNodeThenSetsOwner(t *testing.T) {
 	client := fake.NewClientset()
-	clk := clocktesting.NewFakeClock(start)
 	var node atomic.Pointer[v1.Node]
-	c := newController(t, client, clk, node.Load)
-	ctx := context.Background()
+	run(t, client, clocktesting.NewFakeClock(start), node.Load)
 
-	synced := make(chan struct{})
-	go func() { c.sync(ctx); close(synced) }()
-	// The first attempt finds no Node and waits a short back-off (not a
-	// renew interval) before trying again.
-	for !clk.HasWaiters() {
-		time.Sleep(time.Millisecond)
-	}
-	if _, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, "node-a", metav1.GetOptions{}); err == nil {
+	// Not registered: the controller polls for the Node and creates nothing.
+	waitFor(t, "two polls for the node", func() bool { return countActions(client, "get", "nodes") >= 2 })
+	if countActions(client, "create", "leases") != 0 {
 		t.Fatal("lease must not be created before the node exists")
 	}
 	node.Store(registeredNode())
-	clk.Step(backoffInitial)
-	<-synced
-	if l := getLease(t, client); len(l.OwnerReferences) != 1 {
-		t.Fatalf("owner refs = %+v", l.OwnerReferences)
-	}
+	waitFor(t, "the owned lease", func() bool { return ownedBy(lease(client), "uid-1") })
 }
 
 func TestExistingLeaseWithoutOwnerAdopted(t *testing.T) {
 	client := fake.NewClientset(&coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Namespace: "kube-node-lease"},
 	}, registeredNode())
-	clk := clocktesting.NewFakeClock(start)
-	c := newController(t, client, clk, nil) // owner found by GET
-	c.sync(context.Background())
-	l := getLease(t, client)
-	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != "uid-1" || l.Spec.RenewTime == nil {
-		t.Fatalf("lease = %+v", l)
-	}
+	run(t, client, clocktesting.NewFakeClock(start), nil) // owner found by GET
+	waitFor(t, "the adopted lease", func() bool {
+		l := lease(client)
+		return ownedBy(l, "uid-1") && l.Spec.RenewTime != nil
+	})
+}
+
+func TestRegisteredNodeFoundByGetWhenOptionSaysNil(t *testing.T) {
+	// registerNode=false: someone else registered the Node; Options.Node
+	// never learns it, the GET does.
+	client := fake.NewClientset(registeredNode())
+	run(t, client, clocktesting.NewFakeClock(start), func() *v1.Node { return nil })
+	waitFor(t, "the owned lease", func() bool { return ownedBy(lease(client), "uid-1") })
 }
 
 func TestOwnerReplacedWhenNodeRecreated(t *testing.T) {
 	client := fake.NewClientset()
-	clk := clocktesting.NewFakeClock(start)
 	var node atomic.Pointer[v1.Node]
 	node.Store(registeredNode())
-	c := newController(t, client, clk, node.Load)
-	c.sync(context.Background())
+	run(t, client, clocktesting.NewFakeClock(start), node.Load)
+	waitFor(t, "the owned lease", func() bool { return ownedBy(lease(client), "uid-1") })
 	node.Store(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-2"}})
-	c.sync(context.Background())
-	l := getLease(t, client)
-	if len(l.OwnerReferences) != 1 || l.OwnerReferences[0].UID != "uid-2" {
-		t.Fatalf("owner refs = %+v", l.OwnerReferences)
-	}
+	waitFor(t, "the new owner alone", func() bool { return ownedBy(lease(client), "uid-2") })
 }
 
 func TestLeaseRecreatedAfterDeletion(t *testing.T) {
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(start)
-	c := newController(t, client, clk, registeredNode)
+	run(t, client, clk, registeredNode)
+	waitFor(t, "the lease", func() bool { return lease(client) != nil })
 	ctx := context.Background()
-	c.sync(ctx)
+	clk.Step(10 * time.Second)
 	if err := client.CoordinationV1().Leases("kube-node-lease").Delete(ctx, "node-a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	clk.Step(10 * time.Second)
-	c.sync(ctx)
-	l := getLease(t, client)
-	if !l.Spec.RenewTime.Time.Equal(start.Add(10*time.Second)) || len(l.OwnerReferences) != 1 {
-		t.Fatalf("recreated lease = %+v", l)
+	waitFor(t, "the recreated lease", func() bool {
+		l := lease(client)
+		return l != nil && l.Spec.RenewTime.Time.Equal(start.Add(10*time.Second)) && ownedBy(l, "uid-1")
+	})
+	if n := countActions(client, "create", "leases"); n != 2 {
+		t.Fatalf("creates = %d, want 2", n)
 	}
 }
 
 func TestStartRetriesWithBackoffAndRenews(t *testing.T) {
 	client := fake.NewClientset()
 	var fails atomic.Int32
-	fails.Store(3)
+	fails.Store(2)
 	client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 		if fails.Load() > 0 {
 			fails.Add(-1)
@@ -168,67 +217,44 @@ func TestStartRetriesWithBackoffAndRenews(t *testing.T) {
 		return false, nil, nil
 	})
 	clk := clocktesting.NewFakeClock(start)
-	c := newController(t, client, clk, registeredNode)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Start(ctx) }()
-
-	var steps []time.Duration
-	deadline := time.Now().Add(10 * time.Second)
-	for c.Lease() == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("lease never created")
-		}
-		if clk.HasWaiters() {
-			// Step only as far as the backoff asks: 200ms, 400ms, 800ms.
-			step := backoffInitial << len(steps)
-			steps = append(steps, step)
-			clk.Step(step)
-		}
-		time.Sleep(time.Millisecond)
+	run(t, client, clk, registeredNode)
+	waitFor(t, "the lease despite errors", func() bool { return lease(client) != nil })
+	if fails.Load() != 0 {
+		t.Fatalf("lease created with %d failures left", fails.Load())
 	}
-	if len(steps) != 3 {
-		t.Errorf("want 3 backoff waits, got %v", steps)
-	}
-	created := c.Lease().Spec.RenewTime.Time
-
-	// Next renewal after the interval (plus at most 4% jitter).
-	for !c.Lease().Spec.RenewTime.Time.After(created) {
-		if time.Now().After(deadline) {
-			t.Fatal("lease never renewed")
-		}
-		if clk.HasWaiters() {
-			clk.Step(11 * time.Second)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	clk.Step(10 * time.Second)
+	waitFor(t, "a renewal", func() bool { return lease(client).Spec.RenewTime.Time.Equal(start.Add(10 * time.Second)) })
 }
 
 func TestConflictRereadsLease(t *testing.T) {
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(start)
-	c := newController(t, client, clk, registeredNode)
-	ctx := context.Background()
-	c.sync(ctx)
-	// Someone else wrote the lease: our cached version is stale.
-	stale := c.Lease().DeepCopy()
-	stale.ResourceVersion = "stale"
-	c.setLatest(stale)
-	conflicts := 1
+	run(t, client, clk, registeredNode)
+	waitFor(t, "the lease", func() bool { return lease(client) != nil })
+
+	// Someone else writes the lease: the next renewal conflicts once.
+	var conflicts atomic.Int32
+	conflicts.Store(1)
 	client.PrependReactor("update", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if conflicts > 0 {
-			conflicts--
+		if conflicts.Load() > 0 {
+			conflicts.Add(-1)
 			return true, nil, newConflict()
 		}
 		return false, nil, nil
 	})
 	clk.Step(10 * time.Second)
-	c.sync(ctx)
-	if l := getLease(t, client); !l.Spec.RenewTime.Time.Equal(start.Add(10 * time.Second)) {
-		t.Fatalf("lease not renewed after conflict: %+v", l.Spec)
-	}
+	waitFor(t, "a renewal after the conflict", func() bool {
+		return conflicts.Load() == 0 && lease(client).Spec.RenewTime.Time.Equal(start.Add(10*time.Second))
+	})
+}
+
+func TestRepeatedFailureCallback(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection reset")
+	})
+	var called atomic.Int32
+	runWith(t, Options{Client: client, NodeName: "node-a", Node: registeredNode,
+		RenewInterval: testInterval, OnRepeatedFailure: func() { called.Add(1) }})
+	waitFor(t, "the repeated-failure callback", func() bool { return called.Load() > 0 })
 }

@@ -2,9 +2,9 @@ package nodestatus
 
 import (
 	"fmt"
-	"net"
 	"strings"
 
+	nodeutil "k8s.io/component-helpers/node/util"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
@@ -28,19 +28,14 @@ func ConfigFrom(kc *kubeletv1beta1.KubeletConfiguration, nodeName, hostname stri
 	if err != nil {
 		return Config{}, err
 	}
-	var ips []net.IP
-	for _, s := range nodeIPs {
-		for _, part := range strings.Split(s, ",") {
-			part = strings.TrimSpace(part)
-			if part == "" {
-				continue
-			}
-			ip := net.ParseIP(part)
-			if ip == nil {
-				return Config{}, fmt.Errorf("--node-ip: %q is not an IP address", part)
-			}
-			ips = append(ips, ip)
-		}
+	// --node-ip's rules (one IP or a dual-stack pair) are the library's,
+	// as for the flag itself.
+	ips, invalid, err := nodeutil.ParseNodeIPArgument(strings.Join(nodeIPs, ","), "")
+	if len(invalid) > 0 {
+		return Config{}, fmt.Errorf("--node-ip: %q is not an IP address", strings.Join(invalid, ", "))
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("--node-ip: %w", err)
 	}
 	cad := kc.EnableControllerAttachDetach == nil || *kc.EnableControllerAttachDetach
 	if hostname == "" {

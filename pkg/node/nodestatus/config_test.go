@@ -30,6 +30,7 @@ func TestConfigFrom(t *testing.T) {
 		want   string
 	}{
 		"bad ip":        {ips: []string{"nope"}, want: "--node-ip"},
+		"two IPv4":      {ips: []string{"10.0.0.1", "10.0.0.2"}, want: "dual-stack pair"},
 		"bad reserved":  {kc: kubeletv1beta1.KubeletConfiguration{SystemReserved: map[string]string{"memory": "x"}}, want: "systemReserved[memory]"},
 		"bad eviction":  {kc: kubeletv1beta1.KubeletConfiguration{EvictionHard: map[string]string{"nodefs.available": "200%"}}, want: "evictionHard[nodefs.available]"},
 		"refused label": {labels: map[string]string{"node-role.kubernetes.io/worker": ""}, want: "node-role.kubernetes.io/worker"},

@@ -10,6 +10,7 @@ import (
 	"github.com/distribution/reference"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
@@ -80,7 +81,7 @@ type Puller struct {
 	svc      cri.ImageManagerService
 	recorder record.EventRecorder
 	clock    clock.Clock
-	backoff  *backoff.Backoff
+	backoff  *flowcontrol.Backoff
 	slots    chan struct{} // nil = unbounded
 	creds    Credentials
 }
@@ -200,11 +201,14 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 
 	key := string(pod.UID) + "_" + image
-	if in, left := p.backoff.InBackoffSinceUpdate(key); in {
+	if p.backoff.IsInBackOffSinceUpdate(key, p.clock.Now()) {
 		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
 		p.recorder.Event(ref, v1.EventTypeNormal, EventBackOff, msg)
 		p.recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %s", ReasonImagePullBackOff)
-		return "", &Error{Reason: ReasonImagePullBackOff, Message: msg, RetryAfter: left}
+		// flowcontrol does not tell how much of the delay is left; the
+		// whole delay is an upper bound (the failed pull itself returned
+		// the exact one).
+		return "", &Error{Reason: ReasonImagePullBackOff, Message: msg, RetryAfter: p.backoff.Get(key)}
 	}
 
 	p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
@@ -223,7 +227,8 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	done := p.clock.Now()
 	if err != nil {
-		delay := p.backoff.Next(key, done)
+		p.backoff.Next(key, done)
+		delay := p.backoff.Get(key)
 		logger.V(2).Info("Image pull failed", "pod", klog.KObj(pod), "image", c.Image, "err", err)
 		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
 		p.recorder.Event(ref, v1.EventTypeWarning, EventFailed, msg)

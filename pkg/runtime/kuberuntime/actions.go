@@ -13,9 +13,14 @@ import (
 )
 
 // BackoffState answers whether a container restart must still wait. It is
-// the read side of *backoff.Backoff; the decision function never records.
+// the read side of client-go's *flowcontrol.Backoff (see package backoff);
+// the decision function never records.
 type BackoffState interface {
-	InBackoffAt(key string, eventTime, now time.Time) (bool, time.Duration)
+	// IsInBackOffSince: a failure at eventTime must still wait, by the
+	// back-off's clock (the same clock as the decision's now).
+	IsInBackOffSince(key string, eventTime time.Time) bool
+	// Get is the key's current delay.
+	Get(key string) time.Duration
 }
 
 // Reasons a running container is killed.
@@ -420,7 +425,8 @@ func deferRestart(pod *v1.Pod, c *v1.Container, latest *container.Status, bo Bac
 		failedAt = latest.CreatedAt
 	}
 	if bo != nil {
-		if in, delay := bo.InBackoffAt(key, failedAt, now); in {
+		if bo.IsInBackOffSince(key, failedAt) {
+			delay := bo.Get(key)
 			return Deferred{Name: c.Name, Reason: ReasonCrashLoopBackOff,
 				Message:    fmt.Sprintf("back-off %s restarting failed container=%s pod=%s", delay, c.Name, podspec.Format(pod)),
 				RetryAfter: delay - now.Sub(failedAt)}, true

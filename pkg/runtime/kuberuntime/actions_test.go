@@ -271,7 +271,7 @@ func TestComputePodActions(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := clocktesting.NewFakePassiveClock(t0.Add(-31 * time.Second))
+			clk := clocktesting.NewFakeClock(t0.Add(-31 * time.Second))
 			bo := backoff.New(backoff.CrashLoop, clk)
 			for name, d := range tc.backoff {
 				c := findContainer(tc.pod, name)
@@ -279,6 +279,7 @@ func TestComputePodActions(t *testing.T) {
 					bo.Next(BackoffKey(tc.pod, c), t0.Add(-31*time.Second))
 				}
 			}
+			clk.SetTime(t0) // the back-off reads the decision's now
 			status := tc.w.status(tc.pod)
 			got := render(ComputePodActions(tc.pod, status, bo, fakeLiveness(status, tc.probeFailed), t0))
 			if got != tc.want {
@@ -290,9 +291,11 @@ func TestComputePodActions(t *testing.T) {
 
 func TestCrashLoopMessage(t *testing.T) {
 	pod := mkPod(v1.RestartPolicyAlways)
-	bo := backoff.New(backoff.CrashLoop, clocktesting.NewFakePassiveClock(t0))
+	clk := clocktesting.NewFakeClock(t0)
+	bo := backoff.New(backoff.CrashLoop, clk)
 	bo.Next(BackoffKey(pod, &pod.Spec.Containers[0]), t0)
 	bo.Next(BackoffKey(pod, &pod.Spec.Containers[0]), t0)
+	clk.SetTime(t0.Add(5 * time.Second))
 	st := world{"ready", []string{"app=exited:1"}}.status(pod)
 	st.Containers[0].FinishedAt = t0
 	a := ComputePodActions(pod, st, bo, nil, t0.Add(5*time.Second))

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
@@ -170,7 +171,7 @@ type Manager struct {
 	runtime cri.RuntimeService
 	image   cri.ImageManagerService
 	puller  *images.Puller
-	crash   *backoff.Backoff
+	crash   *flowcontrol.Backoff
 	clock   clock.Clock
 
 	runtimeName string
@@ -257,7 +258,7 @@ func (m *Manager) RuntimeService() cri.RuntimeService { return m.runtime }
 func (m *Manager) ImageService() cri.ImageManagerService { return m.image }
 
 // CrashBackoff exposes the container restart back-off (for GC or tests).
-func (m *Manager) CrashBackoff() *backoff.Backoff { return m.crash }
+func (m *Manager) CrashBackoff() *flowcontrol.Backoff { return m.crash }
 
 // OnlyDeferred reports whether r holds nothing but deferred steps (crash or
 // image-pull back-off): the runtime did not change, so the caller should
