@@ -411,28 +411,30 @@ func (w *writer) init() {
 }
 
 // message writes one CRI message, continuing a logical line when the
-// stream's previous message was partial.
+// stream's previous message was partial. The message goes out in ONE
+// write (timestamp, content and newline together): the server flushes
+// every write, and the API server turns every read of a log stream into
+// one websocket message, so a newline written on its own would reach a
+// websocket client as a message of its own (which clients such as the
+// conformance suite drop as blank).
 func (w *writer) message(m Message) error {
 	w.init()
+	var b []byte
 	if !w.mid[m.Stream] {
 		w.skip[m.Stream] = !w.wants(m.Stream, m.Time)
 		if !w.skip[m.Stream] && w.opts.Timestamps {
-			if err := w.write(m.Stream, []byte(m.Time.Format(time.RFC3339Nano)+" ")); err != nil {
-				return err
-			}
+			b = append(m.Time.AppendFormat(b, time.RFC3339Nano), ' ')
 		}
 	}
 	w.mid[m.Stream] = m.Partial
 	if w.skip[m.Stream] {
 		return nil
 	}
-	if err := w.write(m.Stream, m.Content); err != nil {
-		return err
-	}
+	b = append(b, m.Content...)
 	if !m.Partial {
-		return w.write(m.Stream, []byte{'\n'})
+		b = append(b, '\n')
 	}
-	return nil
+	return w.write(m.Stream, b)
 }
 
 // line writes a whole (joined) line; one without a final newline leaves

@@ -339,3 +339,44 @@ func TestMissingLog(t *testing.T) {
 		t.Errorf("want a not-exist error, got %v", err)
 	}
 }
+
+// writes records every Write on its own.
+type writes struct{ got []string }
+
+func (w *writes) Write(p []byte) (int, error) {
+	w.got = append(w.got, string(p))
+	return len(p), nil
+}
+
+// Every CRI message is written in one Write, its timestamp and newline
+// included: the API server turns each read of a log stream into one
+// websocket message, and a newline on its own would be dropped as blank.
+func TestOneWritePerMessage(t *testing.T) {
+	dir := t.TempDir()
+	path := logFile(t, dir, "0.log",
+		cri(1, "stdout", "F", "container is alive"),
+		cri(2, "stdout", "P", "part-"),
+		cri(3, "stdout", "F", "end"),
+		cri(4, "stdout", "F", ""),
+	)
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want []string
+	}{
+		{name: "plain", opts: Options{TailLines: -1}, want: []string{"container is alive\n", "part-", "end\n", "\n"}},
+		{name: "timestamps", opts: Options{TailLines: -1, Timestamps: true},
+			want: []string{at(1) + " container is alive\n", at(2) + " part-", "end\n", at(4) + " \n"}},
+		{name: "byte limit cuts the one write", opts: Options{TailLines: -1, LimitBytes: 9}, want: []string{"container"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &writes{}
+			if err := Read(context.Background(), path, tc.opts, w, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(w.got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("writes %q, want %q", w.got, tc.want)
+			}
+		})
+	}
+}
