@@ -110,8 +110,14 @@ type Deps struct {
 	// Core is the virtual node's core (built with node.New, with Facts
 	// backed by the same provider).
 	Core *node.Core
-	// Client reaches the API server (the pod informer).
+	// Client reaches the API server.
 	Client kubernetes.Interface
+	// WatchClient, when set, carries the pod informer's list and watch on
+	// a connection apart from Client's writes (node.Clients.Watch): the
+	// API server closes a watch of one node's pods that falls 10 events
+	// behind, and at thousands of pods it does behind the status writes'
+	// responses on a shared connection.
+	WatchClient kubernetes.Interface
 	// Provider runs the pods.
 	Provider provider.Provider
 	// Objects reads ConfigMaps and Secrets for the environment.
@@ -210,7 +216,11 @@ func New(cfg Config, d Deps) (*Engine, error) {
 		e.keepRefs = k.KeepsObjectRefs()
 	}
 	e.env = &envResolver{objects: d.Objects, services: d.Services, hostIPs: cfg.HostIPs, allocatable: e.allocatable}
-	e.informer = newPodInformer(d.Client, cfg.NodeName)
+	watcher := d.WatchClient
+	if watcher == nil {
+		watcher = d.Client
+	}
+	e.informer = newPodInformer(watcher, cfg.NodeName)
 	if _, err := e.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    e.onAPIPod,
 		UpdateFunc: func(old, cur any) { e.onAPIUpdate(old, cur) },
