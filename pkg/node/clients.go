@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"net"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -41,6 +43,14 @@ type Clients struct {
 	Events kubernetes.Interface
 	// Heartbeat writes the Node's status and Lease; Kube when nil.
 	Heartbeat kubernetes.Interface
+	// Watch is Kube's twin on a connection of its own, for watches that
+	// carry many events (a virtual node's pods). The API server writes a
+	// watch's events on the connection the watch came in on, behind the
+	// responses to everything else on it; it buffers only 10 events for a
+	// watch of one node's pods, and closes a watch that falls further
+	// behind (which stalls every other watch of pods meanwhile). Kube when
+	// nil.
+	Watch kubernetes.Interface
 	// Config is the REST config Kube was built from (for clients of other
 	// API groups).
 	Config *rest.Config
@@ -80,7 +90,23 @@ func NewClients(cfg ClientConfig) (*Clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("API client for heartbeats: %w", err)
 	}
-	return &Clients{Kube: kube, Events: events, Heartbeat: heartbeat, Config: rc}, nil
+	wc := rest.CopyConfig(rc)
+	// A dialer of its own keeps client-go from sharing Kube's transport,
+	// so the watches get their own connection.
+	wc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	watchClient, err := kubernetes.NewForConfig(wc)
+	if err != nil {
+		return nil, fmt.Errorf("API client for watches: %w", err)
+	}
+	return &Clients{Kube: kube, Events: events, Heartbeat: heartbeat, Watch: watchClient, Config: rc}, nil
+}
+
+// Watcher is the client for watches with many events (see Clients.Watch).
+func (c *Clients) Watcher() kubernetes.Interface {
+	if c.Watch != nil {
+		return c.Watch
+	}
+	return c.Kube
 }
 
 // heartbeat is the client for the Node's status and Lease.

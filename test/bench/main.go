@@ -103,7 +103,7 @@ func main() {
 	flag.IntVar(&o.scale.pods, "scale", 0, "run the scale benchmark of virtual nodes with this many pods instead of the comparison")
 	flag.IntVar(&o.scale.rounds, "scale-rounds", 3, "rounds of the scale benchmark")
 	flag.IntVar(&o.scale.large, "scale-large", 0, "then one round with this many pods (0: none)")
-	flag.DurationVar(&o.scale.timeout, "scale-timeout", 0, "time a contender may take (0: max(60s, 30ms per pod))")
+	flag.DurationVar(&o.scale.timeout, "scale-timeout", 0, "time a contender may take (0: max(60s, 12ms per pod))")
 	flag.IntVar(&o.scale.createWorkers, "scale-create-workers", 100, "create calls in flight at a time")
 	flag.StringVar(&o.scaleKind, "scale-contenders", strings.Join(scaleKinds, ","), "contenders, in the order of a round")
 	flag.StringVar(&o.scale.vk, "vk", "", "Virtual Kubelet binary (hack/build-contenders.sh)")

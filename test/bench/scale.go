@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,7 +69,8 @@ type scaleOptions struct {
 type scaleBench struct {
 	b     *bench
 	o     scaleOptions
-	admin kubernetes.Interface // the driver: creates, deletes, watches
+	admin kubernetes.Interface // the driver: creates, deletes, lists
+	watch kubernetes.Interface // the driver's watch, on a connection of its own
 	ident kubernetes.Interface // the contenders' identity: the floor's PATCHes
 	// notes[kind][wl]: what a run of that kind and workload left to say
 	// (time-outs, incomplete statuses), and the requests' breakdown.
@@ -90,25 +92,38 @@ func scaleWL(n int) string { return fmt.Sprintf("scale-%d", n) }
 func scaleNode(kind string) string { return "scale-" + kind }
 
 func newScaleBench(b *bench, o scaleOptions) (*scaleBench, error) {
-	admin, err := fastClient(filepath.Join(b.opt.clusterDir, "admin.kubeconfig"))
+	adminKC := filepath.Join(b.opt.clusterDir, "admin.kubeconfig")
+	admin, err := fastClient(adminKC, false)
 	if err != nil {
 		return nil, err
 	}
-	ident, err := fastClient(o.contenderKubeconfig)
+	// The watch that times the pods must not wait behind the responses to
+	// the creates on a shared connection.
+	watch, err := fastClient(adminKC, true)
 	if err != nil {
 		return nil, err
 	}
-	return &scaleBench{b: b, o: o, admin: admin, ident: ident,
+	ident, err := fastClient(o.contenderKubeconfig, true)
+	if err != nil {
+		return nil, err
+	}
+	return &scaleBench{b: b, o: o, admin: admin, watch: watch, ident: ident,
 		notes: map[string]map[string][]string{}, breakdown: map[string]map[string]string{}}, nil
 }
 
 // fastClient is a client without a client-side rate limit, speaking
 // protobuf: the driver shares the machine with the API server, so it should
-// cost it as little CPU as possible.
-func fastClient(kubeconfig string) (kubernetes.Interface, error) {
+// cost it as little CPU as possible. With ownConn it does not share its
+// connection with other clients of the same credentials.
+func fastClient(kubeconfig string, ownConn bool) (kubernetes.Interface, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return nil, err
+	}
+	if ownConn {
+		// client-go shares a transport between configs unless their dialers
+		// differ.
+		rc.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	}
 	rc.QPS = -1
 	rc.ContentType = "application/vnd.kubernetes.protobuf"
@@ -139,13 +154,13 @@ func (s *scaleBench) run() error {
 }
 
 // scaleTimeout is how long a contender may take to run n pods: the flag, or
-// max(60s, 30ms per pod) — ample for anything above 33 pods/s; a slower
+// max(60s, 12ms per pod) — ample for anything above 83 pods/s; a slower
 // contender's rate is measured over this much time.
 func (s *scaleBench) scaleTimeout(n int) time.Duration {
 	if s.o.timeout > 0 {
 		return s.o.timeout
 	}
-	return max(60*time.Second, time.Duration(n)*30*time.Millisecond)
+	return max(60*time.Second, time.Duration(n)*12*time.Millisecond)
 }
 
 // runOne is one contender's run at n pods: start it with a fresh node, create
@@ -186,7 +201,7 @@ func (s *scaleBench) runOne(kind string, n, round int) (err error) {
 
 	t := newTracker()
 	ready := make(chan struct{})
-	go t.run(ctx, s.admin, ns, ready)
+	go t.run(ctx, s.watch, ns, ready)
 	<-ready
 	names := podNames("p", n)
 	pid := 0
@@ -213,7 +228,9 @@ func (s *scaleBench) runOne(kind string, n, round int) (err error) {
 	}
 	time.Sleep(3 * time.Second)
 	w1 := s.sample(ctx, pid)
-	s.record(kind, wl, n, round, t.snapshot(names), w0, w1, timeout)
+	ts := t.snapshot(names)
+	s.record(kind, wl, n, round, ts, w0, w1, timeout)
+	writeTimes(filepath.Join(s.b.opt.workDir, "scale", fmt.Sprintf("%s-%d-r%d.times.csv", kind, n, round)), names, ts)
 	return s.verify(ctx, kind, wl, ns, nodeName, n, round)
 }
 
@@ -231,6 +248,9 @@ type scaleSample struct {
 	// Server-side sums and counts: PATCH pods/status latency, and the
 	// contenders' wait in API Priority and Fairness queues.
 	patchSum, patchCount, waitSum, waitCount float64
+	// terminated counts the pod watches the API server closed because
+	// their client fell behind.
+	terminated float64
 }
 
 func (s *scaleBench) sample(ctx context.Context, pid int) scaleSample {
@@ -262,6 +282,7 @@ func (s *scaleBench) sample(ctx context.Context, pid int) scaleSample {
 	fs := map[string]string{"flow_schema": scaleFlowSchema, "execute": "true"}
 	smp.waitSum = SumSamples(string(raw), "apiserver_flowcontrol_request_wait_duration_seconds_sum", fs)
 	smp.waitCount = SumSamples(string(raw), "apiserver_flowcontrol_request_wait_duration_seconds_count", fs)
+	smp.terminated = SumSamples(string(raw), "apiserver_terminated_watchers_total", map[string]string{"resource": "pods", "group": ""})
 	return smp
 }
 
@@ -323,7 +344,10 @@ func (s *scaleBench) record(kind, wl string, n, round int, ts []podTimes, w0, w1
 	sm := Summarize(lat)
 	r.add(kind, wl, "p50", sm.P50)
 	r.add(kind, wl, "p99", sm.P99)
-	r.add(kind, wl, "reqs", (w1.dispatch-w0.dispatch)/float64(n))
+	// Per pod it ran: a contender stopped at the time-out is not credited
+	// with the pods it never got to.
+	perPod := max(done, 1)
+	r.add(kind, wl, "reqs", (w1.dispatch-w0.dispatch)/float64(perPod))
 	r.add(kind, wl, "cp_cpu", float64(w1.cpTicks-w0.cpTicks)/clockTicks)
 	var procTicks uint64
 	if w0.procErr == nil && w1.procErr == nil && w1.proc.cpuTicks > 0 {
@@ -339,14 +363,15 @@ func (s *scaleBench) record(kind, wl string, n, round int, ts []podTimes, w0, w1
 	r.add(kind, wl, "other_cpu", max(other, 0)/clockTicks)
 	r.add(kind, wl, "patch_ms", 1000*Ratio(w1.patchSum-w0.patchSum, w1.patchCount-w0.patchCount))
 	r.add(kind, wl, "wait_ms", 1000*Ratio(w1.waitSum-w0.waitSum, w1.waitCount-w0.waitCount))
+	r.add(kind, wl, "terminated", w1.terminated-w0.terminated)
 	if w0.requests != nil && w1.requests != nil {
 		if s.breakdown[kind] == nil {
 			s.breakdown[kind] = map[string]string{}
 		}
-		s.breakdown[kind][wl] = FormatBreakdown(DiffCounts(w0.requests, w1.requests), n, []string{"POST pods"})
+		s.breakdown[kind][wl] = FormatBreakdown(DiffCounts(w0.requests, w1.requests), perPod, []string{"POST pods"})
 	}
 	logf("%s %s round %d: %d/%d Running, %.1f pods/s, %.2f requests/pod", kind, wl, round, done, n,
-		Ratio(float64(done), elapsed), (w1.dispatch-w0.dispatch)/float64(n))
+		Ratio(float64(done), elapsed), (w1.dispatch-w0.dispatch)/float64(perPod))
 }
 
 // verify lists the pods once everything settled: "complete" is a pod that
@@ -635,8 +660,9 @@ instance: gokubelet-bench-scale
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			return nil, err
 		}
-		return startProc([]string{s.b.opt.ours, "--kubeconfig", s.o.contenderKubeconfig, "--virtual-nodes-config", cfgPath,
-			"--root-dir", filepath.Join(dir, "root"), "--healthz-port", fmt.Sprint(healthz), "--node-ip", env["NODE_IP"]}, nil, logPath)
+		args := []string{s.b.opt.ours, "--kubeconfig", s.o.contenderKubeconfig, "--virtual-nodes-config", cfgPath,
+			"--root-dir", filepath.Join(dir, "root"), "--healthz-port", fmt.Sprint(healthz), "--node-ip", env["NODE_IP"]}
+		return startProc(args, nil, logPath)
 	case "vk":
 		port, err := framework.FreeTCPPort()
 		if err != nil {
@@ -693,6 +719,7 @@ var scaleDiagFigs = []figure{
 	{"created", "last pod created, as seen through the watch (s)"},
 	{"patch_ms", "PATCH pods/status, mean server-side latency (ms)"},
 	{"wait_ms", "the contender's mean wait in API Priority and Fairness queues (ms)"},
+	{"terminated", "pod watches the API server closed for falling behind (any client)"},
 	{"drv_cpu", "the driver's CPU (s)"},
 	{"other_cpu", "CPU of everything else on the machine (s)"},
 }
@@ -825,16 +852,17 @@ func (s *scaleBench) report() string {
   deleted with grace period 0, its namespace, Node and Lease deleted.
 - Pods: one container, no service-account token, `+"`spec.nodeName`"+` set (no scheduler), created
   by the driver as cluster admin, %d create calls in flight at a time, with a protobuf client
-  without a client-side rate limit. A pod counts as Running at the arrival of the first watch event
-  showing every container running (driver clock). Pods/s: pods Running over the time from the first
+  without a client-side rate limit. A pod counts as Running at the arrival of the first event of
+  the driver's watch (on a connection of its own) showing every container running (driver clock). Pods/s: pods Running over the time from the first
   create call to the last pod Running; a contender that has not finished within %s is
-  stopped there and its rate is the pods Running over that time (noted below).
+  stopped there and its rate is the pods Running over that time (noted below; its requests are
+  counted per pod it ran).
 - Every contender's own requests go through one identity, `+"`gokubelet:virtual-nodes`"+`
   (`+"`hack/virtual-nodes.sh creds`"+`, plus the pod and event verbs KWOK needs, in
   `+"`hack/bench-scale.yaml`"+`), whose API Priority and Fairness flow schema `+"`%s`"+` (same
   priority level as before, global-default) counts them: API requests / pod is the increase of
   `+"`apiserver_flowcontrol_dispatched_requests_total`"+` for it over the window (from before the
-  first create to 3 s after the last pod Running), divided by the pods. The breakdown below is the
+  first create to 3 s after the last pod Running), divided by the pods Running. The breakdown below is the
   increase of `+"`apiserver_request_total`"+` over the same window for everyone but the driver's
   creates (so it includes the control plane's own background requests).
 - Process CPU (utime+stime) and peak RSS (VmHWM, reset through clear_refs at the window's start)
@@ -848,16 +876,18 @@ func (s *scaleBench) report() string {
   - **ours**: `+"`kubelet --virtual-nodes-config`"+` with `+"`realNode: false`"+` and one node,
     provider `+"`mock`"+`, every setting at its default (engine, mock provider, API client)%s.
   - **Virtual Kubelet %s**: its own command (`+"`cmd/virtual-kubelet`"+`, built from the Go module
-    proxy by `+"`hack/build-contenders.sh`"+`) with `+"`--provider mock`"+` and an empty provider
-    configuration, everything else at its defaults; only its ports and the serving certificate
-    its kubelet API requires are set.
+    proxy by `+"`hack/build-contenders.sh`"+`) with `+"`--provider mock`"+` and a provider
+    configuration that names the node without settings (its defaults), everything else at its
+    defaults (among them client-go's 5 QPS, burst 10, and 10 pod sync workers); only its ports
+    and the serving certificate its kubelet API requires are set.
   - **KWOK %s**: `+"`cmd/kwok`"+` (built the same way) with the configuration of its in-cluster
     install (`+"`kustomize/kwok/kwok.yaml`"+`) and its default "fast" stages given in that file
-    rather than as Stage objects (so no CRDs are installed); the driver creates its Node with the
-    annotation that configuration selects.
+    rather than as Stage objects (so no CRDs are installed): no client-side rate limit, 4 pod
+    stages played in parallel; the driver creates its Node with the annotation that
+    configuration selects.
 - Every cell: median over rounds [min–max]; ratios are paired per round.
 
-`, strings.Join(o.kinds, ", "), o.createWorkers, fmtDur(s.scaleTimeout(o.pods)), scaleFlowSchema, s.oursChanges(), o.vkVersion, o.kwokVersion)
+`, strings.Join(o.kinds, ", "), o.createWorkers, s.timeouts(), scaleFlowSchema, s.oursChanges(), o.vkVersion, o.kwokVersion)
 	sizes := []int{o.pods}
 	if o.large > 0 {
 		sizes = append(sizes, o.large)
@@ -894,6 +924,31 @@ func (s *scaleBench) report() string {
 	return sb.String()
 }
 
+// writeTimes leaves each pod's times (seconds from the first create) for
+// a closer look at a run: create issued, first watch event, Running.
+func writeTimes(path string, names []string, ts []podTimes) {
+	var first time.Time
+	for _, p := range ts {
+		if first.IsZero() || (!p.createIssued.IsZero() && p.createIssued.Before(first)) {
+			first = p.createIssued
+		}
+	}
+	rel := func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return fmt.Sprintf("%.4f", t.Sub(first).Seconds())
+	}
+	var sb strings.Builder
+	sb.WriteString("pod,create_issued,first_event,running\n")
+	for i, p := range ts {
+		fmt.Fprintf(&sb, "%s,%s,%s,%s\n", names[i], rel(p.createIssued), rel(p.scheduled), rel(p.running))
+	}
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		logf("times: %v", err)
+	}
+}
+
 // indentLines indents every non-empty line of s and ends it with a newline
 // ("" stays "").
 func indentLines(s, indent string) string {
@@ -904,6 +959,15 @@ func indentLines(s, indent string) string {
 		}
 	}
 	return out.String()
+}
+
+// timeouts says how long a contender may take at each size.
+func (s *scaleBench) timeouts() string {
+	parts := []string{fmt.Sprintf("%s at %d pods", fmtDur(s.scaleTimeout(s.o.pods)), s.o.pods)}
+	if s.o.large > 0 {
+		parts = append(parts, fmt.Sprintf("%s at %d", fmtDur(s.scaleTimeout(s.o.large)), s.o.large))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func fmtDur(d time.Duration) string { return d.Round(time.Second).String() }

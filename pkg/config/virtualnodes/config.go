@@ -19,7 +19,7 @@
 //	  taints: []              # default: virtual-kubelet.io/provider=<provider>:NoSchedule
 //	  capacity: {pods: "500"} # overrides the provider's
 //	  kubeconfig: ""          # this node's own identity (default: the file's)
-//	  podSync: {workers: 50, statusWorkers: 50, retryBase: 200ms, retryMax: 2m,
+//	  podSync: {workers: 50, statusWorkers: 100, retryBase: 200ms, retryMax: 2m,
 //	            retryQPS: 0, pollInterval: 2s, resyncInterval: 1m}
 //
 // Decoding is strict (an unknown field is an error naming it), relative

@@ -34,7 +34,12 @@ const (
 	// DefaultStatusWorkers is how many pod status writes a virtual node
 	// has in flight (its core's status writer): a provider's pods change
 	// status as fast as it reports them, and each change is one PATCH.
-	DefaultStatusWorkers       = 50
+	// The writes' throughput is this over a PATCH's round trip, which is
+	// about 0.1 s on a busy API server: 50 capped it near 450 writes/s,
+	// below what the server carries, so a burst of pods waited for a
+	// writer after the server had room (make bench-scale). The API
+	// server's priority and fairness queues the surplus.
+	DefaultStatusWorkers       = 100
 	DefaultRetryBase           = 200 * time.Millisecond
 	DefaultRetryMax            = 2 * time.Minute
 	DefaultPollInterval        = 2 * time.Second
@@ -110,8 +115,14 @@ type Deps struct {
 	// Core is the virtual node's core (built with node.New, with Facts
 	// backed by the same provider).
 	Core *node.Core
-	// Client reaches the API server (the pod informer).
+	// Client reaches the API server.
 	Client kubernetes.Interface
+	// WatchClient, when set, carries the pod informer's list and watch on
+	// a connection apart from Client's writes (node.Clients.Watch): the
+	// API server closes a watch of one node's pods that falls 10 events
+	// behind, and at thousands of pods it does behind the status writes'
+	// responses on a shared connection.
+	WatchClient kubernetes.Interface
 	// Provider runs the pods.
 	Provider provider.Provider
 	// Objects reads ConfigMaps and Secrets for the environment.
@@ -210,7 +221,11 @@ func New(cfg Config, d Deps) (*Engine, error) {
 		e.keepRefs = k.KeepsObjectRefs()
 	}
 	e.env = &envResolver{objects: d.Objects, services: d.Services, hostIPs: cfg.HostIPs, allocatable: e.allocatable}
-	e.informer = newPodInformer(d.Client, cfg.NodeName)
+	watcher := d.WatchClient
+	if watcher == nil {
+		watcher = d.Client
+	}
+	e.informer = newPodInformer(watcher, cfg.NodeName)
 	if _, err := e.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    e.onAPIPod,
 		UpdateFunc: func(old, cur any) { e.onAPIUpdate(old, cur) },

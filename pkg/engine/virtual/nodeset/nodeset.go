@@ -366,7 +366,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 		RetryBurst:     ps.RetryBurst,
 		PollInterval:   ps.PollInterval.Duration,
 		ResyncInterval: ps.ResyncInterval.Duration,
-	}, virtual.Deps{Core: core, Client: sc.clients.Kube, Provider: prov, Services: sc.services})
+	}, virtual.Deps{Core: core, Client: sc.clients.Kube, WatchClient: sc.clients.Watcher(), Provider: prov, Services: sc.services})
 	if err != nil {
 		return err
 	}
