@@ -50,7 +50,7 @@ type churnSample struct {
 	images               int
 	logBytes, logFiles   int64
 	podDirs, podCgroups  int
-	rssKB                uint64
+	rssKB, anonKB        uint64
 	runningPods, allCtrs int
 }
 
@@ -135,7 +135,7 @@ func (b *bench) runChurn() error {
 		}
 		s.podCgroups = countPodCgroups("/sys/fs/cgroup/memory/gokubelet-bench-churn/kubepods")
 		if p, err := readProc(k.pid()); err == nil {
-			s.rssKB = p.rssKB
+			s.rssKB, s.anonKB = p.rssKB, p.anonKB
 		}
 		if l, err := b.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err == nil {
 			s.runningPods = len(l.Items)
@@ -278,12 +278,12 @@ func (b *bench) churnReport() string {
 		"total limit, no minimum age); image GC at 85%%/80%%. The last row is the settled node: measured once the last pod was gone "+
 		"and the collectors made their rounds (or 3 minutes passed).\n\n",
 		time.Now().UTC().Format("2006-01-02"), o.commit, o.churn, o.churnConcurrency, b.churnWall.Round(time.Second), churnConfig)
-	sb.WriteString("| pods done | elapsed | pods in API | containers (dead) | not-ready sandboxes | images | log files | log bytes | pod dirs | pod cgroups | kubelet RSS |\n")
+	sb.WriteString("| pods done | elapsed | pods in API | containers (dead) | not-ready sandboxes | images | log files | log bytes | pod dirs | pod cgroups | kubelet RSS (anonymous) |\n")
 	sb.WriteString("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range b.churnSamples {
-		fmt.Fprintf(&sb, "| %d | %s | %d | %d (%d) | %d | %d | %d | %.1f MiB | %d | %d | %.1f MiB |\n",
+		fmt.Fprintf(&sb, "| %d | %s | %d | %d (%d) | %d | %d | %d | %.1f MiB | %d | %d | %.1f MiB (%.1f) |\n",
 			s.done, s.at.Round(time.Second), s.runningPods, s.allCtrs, s.deadContainers, s.notReadySandboxes, s.images,
-			s.logFiles, float64(s.logBytes)/(1<<20), s.podDirs, s.podCgroups, float64(s.rssKB)/1024)
+			s.logFiles, float64(s.logBytes)/(1<<20), s.podDirs, s.podCgroups, float64(s.rssKB)/1024, float64(s.anonKB)/1024)
 	}
 	if len(b.churnFailures) > 0 {
 		fmt.Fprintf(&sb, "\n%d pods did not reach their point: %s\n", len(b.churnFailures), strings.Join(firstN(b.churnFailures, 5), "; "))

@@ -165,6 +165,9 @@ type procSample struct {
 	cpuTicks uint64
 	hwmKB    uint64
 	rssKB    uint64
+	// anonKB is the anonymous part of rssKB (RssAnon): the process's own
+	// memory, without the pages of its binary and of files it maps.
+	anonKB uint64
 }
 
 const clockTicks = 100 // USER_HZ on Linux
@@ -185,7 +188,10 @@ func readProc(pid int) (procSample, error) {
 	if s.hwmKB, err = ParseProcStatusKB(string(status), "VmHWM"); err != nil {
 		return s, err
 	}
-	s.rssKB, err = ParseProcStatusKB(string(status), "VmRSS")
+	if s.rssKB, err = ParseProcStatusKB(string(status), "VmRSS"); err != nil {
+		return s, err
+	}
+	s.anonKB, err = ParseProcStatusKB(string(status), "RssAnon")
 	return s, err
 }
 
