@@ -35,6 +35,21 @@ wants() { [[ " $TIERS " == *" $1 "* ]]; }
 
 stage "dependencies (Debian packages: containerd, runc, CNI plugins, etcd, umoci, busybox)"
 hack/install-deps.sh
+# The kubelets under test run with upstream's default hard eviction
+# thresholds (imagefs.available<15%, nodefs.available<10%) on this machine's
+# own disk. Below them the node is, correctly, under DiskPressure and rejects
+# every new pod as Evicted, so tests would fail far from the cause: say it
+# here instead. (The first run on a fresh machine writes about 12 GB of
+# caches, which is why there is a margin.)
+disk_free_pct() { df --output=size,avail "$1" | awk 'NR == 2 { printf "%d", 100 * $2 / $1 }'; }
+mkdir -p /var/lib/gokubelet
+free_pct=$(disk_free_pct /var/lib/gokubelet)
+if [ "$free_pct" -lt 16 ]; then
+  echo "== FAILED: the filesystem of /var/lib/gokubelet has ${free_pct}% free; the kubelets under test would be under DiskPressure (imagefs.available<15%) and reject every pod. Free some space (e.g. go clean -cache) and re-run." >&2
+  exit 1
+elif [ "$free_pct" -lt 25 ]; then
+  echo "== warning: the filesystem of /var/lib/gokubelet has only ${free_pct}% free; below 15% the kubelets under test are under DiskPressure and reject new pods as Evicted."
+fi
 stage "test containerd and local images"
 hack/containerd.sh up test
 hack/images.sh test
