@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -79,6 +80,44 @@ func eventually(t *testing.T, what string, f func() bool) {
 	}
 }
 
+// watches counts the watches the fake clientset has registered, by
+// resource. The fake tracker sends a change only to the watchers registered
+// when it happens (it does not replay from a resourceVersion as the API
+// server does), so a test must not change an object before the informer
+// that follows it watches: that change would be lost for good.
+type watches struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func trackWatches(c *fake.Clientset) *watches {
+	w := &watches{n: map[string]int{}}
+	c.PrependWatchReactor("*", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		var opts metav1.ListOptions
+		if wa, ok := a.(k8stesting.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		wi, err := c.Tracker().Watch(a.GetResource(), a.GetNamespace(), opts)
+		if err != nil {
+			return true, nil, err
+		}
+		w.mu.Lock()
+		w.n[a.GetResource().Resource]++
+		w.mu.Unlock()
+		return true, wi, nil
+	})
+	return w
+}
+
+func (w *watches) wait(t *testing.T, resource string) {
+	t.Helper()
+	eventually(t, "a watch of "+resource, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.n[resource] > 0
+	})
+}
+
 func podRef(uid, ns string, cms ...string) *v1.Pod {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid), Namespace: ns}}
 	for _, c := range cms {
@@ -94,6 +133,7 @@ func TestManagerWatchesWhatPodsReference(t *testing.T) {
 		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Data: map[string]string{"k": "v1"}},
 		&v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "unrelated"}},
 	)
+	w := trackWatches(client)
 	var ch changes
 	m := New(Options{Client: client, OnChange: ch.add, SyncTimeout: 5 * time.Second})
 	go func() { _ = m.Start(ctx) }()
@@ -114,6 +154,7 @@ func TestManagerWatchesWhatPodsReference(t *testing.T) {
 	}
 
 	// Changes arrive through the watch and are reported.
+	w.wait(t, "configmaps")
 	upd := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg", ResourceVersion: "2"}, Data: map[string]string{"k": "v2"}}
 	if _, err := client.CoreV1().ConfigMaps("ns").Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -123,6 +164,7 @@ func TestManagerWatchesWhatPodsReference(t *testing.T) {
 		return err == nil && cm.Data["k"] == "v2"
 	})
 	eventually(t, "OnChange for the ConfigMap", func() bool { return ch.has(Ref{ConfigMap, "ns", "cfg"}) })
+	w.wait(t, "secrets")
 	if _, err := client.CoreV1().Secrets("ns").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "later"}, Data: map[string][]byte{"x": []byte("y")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
