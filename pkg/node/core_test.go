@@ -80,11 +80,17 @@ func fakeAPI(objs ...runtime.Object) *fake.Clientset {
 // startCore runs a joined core (fake API server, no runtime at all).
 func startCore(t *testing.T, client *fake.Clientset, l Lifecycle) *Core {
 	t.Helper()
+	return startCoreWith(t, &Clients{Kube: client, Events: client}, l)
+}
+
+// startCoreWith is startCore with the clients given.
+func startCoreWith(t *testing.T, clients *Clients, l Lifecycle) *Core {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	core, err := New(ctx, Options{
 		Config:       nodestatus.Config{NodeName: "virt-1", KubeletVersion: "v1.34.4", KubeletPort: 10250},
 		Facts:        nodestatus.FactsFunc(facts),
-		Clients:      &Clients{Kube: client, Events: client},
+		Clients:      clients,
 		RegisterNode: true,
 	})
 	if err != nil {
@@ -260,22 +266,7 @@ func TestHeartbeatsUseTheirOwnClient(t *testing.T) {
 	})
 	l := &lifecycle{}
 	l.running.Store(true)
-	cctx, cancel := context.WithCancel(ctx)
-	core, err := New(cctx, Options{
-		Config:       nodestatus.Config{NodeName: "virt-1", KubeletVersion: "v1.34.4", KubeletPort: 10250},
-		Facts:        nodestatus.FactsFunc(facts),
-		Clients:      &Clients{Kube: client, Events: client, Heartbeat: hb},
-		RegisterNode: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	core.SetLifecycle(l)
-	var g runnable.Group
-	core.AddTo(g.Stage("core"))
-	done := make(chan error, 1)
-	go func() { done <- g.Run(cctx) }()
-	defer func() { cancel(); <-done; core.Shutdown() }()
+	core := startCoreWith(t, &Clients{Kube: client, Events: client, Heartbeat: hb}, l)
 
 	eventually(t, "the Node and its Lease", func() bool {
 		_, errN := client.CoreV1().Nodes().Get(ctx, "virt-1", metav1.GetOptions{})
