@@ -34,8 +34,9 @@ const (
 	plegChannelCapacity = 1000
 	housekeepingPeriod  = 2 * time.Second
 	// cgroupCleanupEvery: pod cgroups are swept every this many
-	// housekeeping runs (a minute).
-	cgroupCleanupEvery = 30
+	// housekeeping runs (10 s), so a departed pod's cgroup goes within
+	// about 20 s (the sweep leaves cgroups younger than 10 s).
+	cgroupCleanupEvery = 5
 	// syncLoopThreshold is how long the sync loop may go without an
 	// iteration before healthz fails.
 	syncLoopThreshold = 2 * time.Minute

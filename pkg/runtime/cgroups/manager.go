@@ -33,8 +33,9 @@ const ResourcePID v1.ResourceName = "pid"
 const qosUpdatePeriod = time.Minute
 
 // podCgroupMinAge protects pod cgroups being set up from the orphan sweep:
-// another kubelet sharing the hierarchy may be creating one right now.
-const podCgroupMinAge = time.Minute
+// another kubelet sharing the hierarchy (a drop-in handover) may be
+// creating one right now, and its sandbox follows within seconds.
+const podCgroupMinAge = 10 * time.Second
 
 // Config is the node's cgroup configuration (KubeletConfiguration fields).
 type Config struct {
@@ -309,7 +310,7 @@ func (m *Manager) KubepodsDir(controller string) string {
 // CleanupPods removes the empty cgroups of pods keep does not claim, in
 // every hierarchy, and reports how many went. The runtime removes only its
 // own cgroups below a pod's, so without this the pod levels pile up. A
-// cgroup younger than a minute is left (it may be being set up), and one
+// cgroup younger than podCgroupMinAge is left (it may be being set up), and one
 // with a process cannot be removed.
 func (m *Manager) CleanupPods(keep func(types.UID) bool) int {
 	removed := 0
