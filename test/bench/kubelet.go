@@ -56,6 +56,12 @@ healthzPort: %d
 podLogsDir: %s
 clusterDomain: %s
 `, static, criEndpoint, port, healthz, filepath.Join(dir, "pod-logs"), orDefault(env["CLUSTER_DOMAIN"], "cluster.local"))
+	if dns := env["CLUSTER_DNS"]; dns != "" {
+		// As hack/node.sh configures a node of this cluster. Without it both
+		// kubelets warn (MissingClusterDNS, one event on the pod and one on
+		// the node) for every pod, which is not a node anyone runs.
+		common += fmt.Sprintf("clusterDNS: [%q]\n", dns)
+	}
 	extra := ""
 	if kind == "upstream" {
 		// Settings the upstream kubelet needs on these machines (cgroup v1

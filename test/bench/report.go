@@ -117,9 +117,11 @@ part by hand; re-run `+"`make bench`"+` instead.
 ## Method
 
 - The local cluster (`+"`hack/cluster.sh up`"+` with CLUSTER_NODE=0; `+"`hack/node.sh stop`"+` first)
-  runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler on this machine. Each
-  kubelet joins it with the same identity (`+"`node.kubeconfig`"+`, NODE_NAME and NODE_IP from
-  kubelet-env) on the same dedicated containerd (`+"`hack/containerd.sh up bench`"+`, images imported
+  runs etcd, kube-apiserver, kube-controller-manager and kube-scheduler on this machine, and
+  with its add-ons (the default) kube-proxy, CoreDNS and metrics-server, which scrapes each
+  kubelet's resource metrics every 15 s. Each kubelet joins it with the same identity
+  (`+"`node.kubeconfig`"+`, NODE_NAME and NODE_IP from kubelet-env; clusterDomain and, with the
+  add-ons, clusterDNS from there as `+"`hack/node.sh`"+` configures a node) on the same dedicated containerd (`+"`hack/containerd.sh up bench`"+`, images imported
   by `+"`hack/images.sh bench`"+`, so no pulls). Before each kubelet starts, every CRI pod is removed
   and the Node object is deleted, so each run registers a fresh node on an empty runtime. The whole
   benchmark holds `+"`/run/gokubelet/cluster.lock`"+`.
