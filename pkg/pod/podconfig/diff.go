@@ -36,6 +36,12 @@ type rejectedPod struct {
 //   - RECONCILE when only its status changed;
 //   - REMOVE when its UID is gone from the set.
 //
+// An API server pod whose resourceVersion is the known one's is unchanged
+// and is not compared at all: the API server gives every write a new
+// resourceVersion, and the API source sends the whole set on every event,
+// so comparing each pod each time made the diff quadratic in a batch. Other
+// sources' resourceVersions come from their manifests and are not trusted.
+//
 // Pods without a UID, and later pods repeating a UID or a namespace/name of
 // the set, are dropped and returned in rejected.
 func diff(source string, old podSet, incoming []*v1.Pod, now time.Time) (next podSet, updates []PodUpdate, rejected []rejectedPod) {
@@ -60,6 +66,10 @@ func diff(source string, old podSet, incoming []*v1.Pod, now time.Time) (next po
 			continue
 		}
 		names[fullName] = true
+		if prev := old[in.UID]; sameAPIVersion(source, prev, in) {
+			next[in.UID] = prev
+			continue
+		}
 
 		pod := in.DeepCopy()
 		if pod.Annotations == nil {
@@ -119,6 +129,13 @@ func diff(source string, old podSet, incoming []*v1.Pod, now time.Time) (next po
 		}
 	}
 	return next, updates, rejected
+}
+
+// sameAPIVersion reports whether in is the API server's same version of
+// the known pod prev.
+func sameAPIVersion(source string, prev, in *v1.Pod) bool {
+	return source == podspec.SourceAPI && prev != nil && in.ResourceVersion != "" &&
+		in.ResourceVersion == prev.ResourceVersion
 }
 
 // differsSemantically reports whether anything the kubelet acts on changed

@@ -157,3 +157,36 @@ func TestDiffAnnotations(t *testing.T) {
 		t.Errorf("diff modified the old set")
 	}
 }
+
+// An API pod at the known resourceVersion is taken as unchanged without a
+// comparison; a new resourceVersion is compared as usual, and a file's
+// resourceVersion (from its manifest) is never trusted.
+func TestDiffResourceVersionShortcut(t *testing.T) {
+	tests := []struct {
+		name   string
+		source string
+		in     *v1.Pod
+		want   string
+	}{
+		{"api, same resourceVersion", podspec.SourceAPI, pod("a", "a", withResourceVersion("7"), withPhase(v1.PodRunning)), ""},
+		{"api, new resourceVersion, status changed", podspec.SourceAPI, pod("a", "a", withResourceVersion("8"), withPhase(v1.PodRunning)), "RECONCILE:a"},
+		{"api, new resourceVersion, spec changed", podspec.SourceAPI, pod("a", "a", withResourceVersion("8"), withImage("img:2")), "UPDATE:a"},
+		{"api, no resourceVersion, compared", podspec.SourceAPI, pod("a", "a", withImage("img:2")), "UPDATE:a"},
+		{"file, same resourceVersion, compared", podspec.SourceFile, pod("a", "a", withResourceVersion("7"), withImage("img:2")), "UPDATE:a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, _, _ := diff(tt.source, nil, []*v1.Pod{pod("a", "a", withResourceVersion("7"))}, t0)
+			next, updates, _ := diff(tt.source, old, []*v1.Pod{tt.in}, t0.Add(time.Hour))
+			if got := summary(updates); got != tt.want {
+				t.Errorf("updates = %q, want %q", got, tt.want)
+			}
+			if tt.want == "" && next["a"] != old["a"] {
+				t.Errorf("an unchanged pod was not kept as known")
+			}
+			if got := next["a"].Annotations[podspec.ConfigSourceAnnotation]; got != tt.source {
+				t.Errorf("config.source = %q, want %q", got, tt.source)
+			}
+		})
+	}
+}
