@@ -107,7 +107,7 @@ func (r *nodeResources) attach(ctx context.Context, core *node.Core, eng *cri.En
 	r.cgroups.ActivePods = eng.ActivePods
 	r.containers = &gc.ContainerGC{
 		Runtime: rt.RuntimeService(), Policy: gc.DefaultContainerPolicy, State: eng.PodGCState,
-		PodLogsDir: cfg.PodLogsDir, Ready: eng.SourcesReady,
+		PodLogsDir: cfg.PodLogsDir, LogSymlinkDir: rt.LogSymlinkDir(), Ready: eng.SourcesReady,
 	}
 	var sandboxImage struct {
 		sync.Once

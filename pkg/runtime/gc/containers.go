@@ -176,6 +176,11 @@ type ContainerGC struct {
 	State   PodState
 	// PodLogsDir holds pods' log directories (<ns>_<name>_<uid>).
 	PodLogsDir string
+	// LogSymlinkDir holds the links to containers' logs
+	// (<pod>_<ns>_<container>-<id>.log); the links of containers this
+	// collection removes go with them, and so does any link whose
+	// container the runtime no longer has and whose log is gone.
+	LogSymlinkDir string
 	// Ready reports that every pod source has been heard from: until then
 	// an unknown pod may simply not be known yet, so nothing is taken for
 	// gone.
@@ -281,6 +286,7 @@ func (g *ContainerGC) collect(ctx context.Context, allTerminated bool) error {
 		}
 		gone[s.ID] = true
 	}
+	links := g.removeLogSymlinks(ctx, ctrs, removed)
 	logs := 0
 	if ready && g.PodLogsDir != "" {
 		alive := map[types.UID]bool{}
@@ -291,10 +297,65 @@ func (g *ContainerGC) collect(ctx context.Context, allTerminated bool) error {
 		}
 		logs = g.removePodLogDirs(ctx, alive, state)
 	}
-	if len(remove) > 0 || len(rmSandboxes) > 0 || logs > 0 {
-		log.V(2).Info("Garbage collected", "containers", len(removed), "sandboxes", len(rmSandboxes), "podLogDirs", logs)
+	if len(remove) > 0 || len(rmSandboxes) > 0 || logs > 0 || links > 0 {
+		log.V(2).Info("Garbage collected", "containers", len(removed), "sandboxes", len(rmSandboxes), "podLogDirs", logs, "logSymlinks", links)
 	}
 	return errors.Join(errs...)
+}
+
+// removeLogSymlinks removes the links of the containers just removed, and
+// links whose container is not among those listed (ctrs) and whose log is
+// gone: left by containers removed elsewhere. A link of a listed container
+// stays even when its log is missing for a moment (rotation), and so does a
+// link of a container started after the listing: it was made only once its
+// log existed.
+func (g *ContainerGC) removeLogSymlinks(ctx context.Context, ctrs []*runtimeapi.Container, removed map[string]bool) int {
+	if g.LogSymlinkDir == "" {
+		return 0
+	}
+	entries, err := os.ReadDir(g.LogSymlinkDir)
+	if err != nil {
+		return 0
+	}
+	listed := make(map[string]bool, len(ctrs))
+	for _, c := range ctrs {
+		listed[c.Id] = !removed[c.Id]
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink == 0 {
+			continue
+		}
+		id, ok := logSymlinkContainerID(e.Name())
+		if !ok || listed[id] {
+			continue
+		}
+		path := filepath.Join(g.LogSymlinkDir, e.Name())
+		if !removed[id] {
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				continue
+			}
+		}
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			klog.FromContext(ctx).V(2).Info("Removing a container log link failed", "link", e.Name(), "err", err)
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// logSymlinkContainerID is the container ID a log link's name ends with
+// (<pod>_<ns>_<container>-<id>.log). A name cut to 255 bytes yields a piece
+// of the container's name instead, which is never listed: its link goes
+// only once its log is gone.
+func logSymlinkContainerID(name string) (string, bool) {
+	base, ok := strings.CutSuffix(name, ".log")
+	i := strings.LastIndexByte(base, '-')
+	if !ok || i < 0 || i == len(base)-1 {
+		return "", false
+	}
+	return base[i+1:], true
 }
 
 // removePodLogDirs removes the log directories of pods that are gone and

@@ -187,8 +187,27 @@ func TestContainerGCThroughCRI(t *testing.T) {
 	for _, d := range []string{"ns_live_live", "ns_gone_gone", "ns_orphan_orphan", "not-a-pod"} {
 		os.MkdirAll(filepath.Join(logs, d), 0o755)
 	}
+	// Log links: of a container the collection removes (its log still
+	// there), of a listed container whose log is missing for a moment
+	// (rotation), of unknown containers with and without a log (started
+	// after the listing; removed elsewhere), and a file that is no link.
+	linkDir, logFile := t.TempDir(), filepath.Join(logs, "ns_live_live", "0.log")
+	os.WriteFile(logFile, []byte("x\n"), 0o644)
+	links := map[string]string{
+		"live_ns_app-" + older + ".log":   logFile,
+		"live_ns_app-" + running + ".log": filepath.Join(logs, "rotating.log"),
+		"new_ns_app-unlisted1.log":        logFile,
+		"old_ns_app-unlisted2.log":        filepath.Join(logs, "gone.log"),
+	}
+	for name, target := range links {
+		if err := os.Symlink(target, filepath.Join(linkDir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(linkDir, "plain_ns_app-unlisted3.log"), nil, 0o644)
+
 	ready := false
-	g := &ContainerGC{Runtime: rt, Policy: DefaultContainerPolicy, PodLogsDir: logs, Clock: clocktesting.NewFakeClock(t0),
+	g := &ContainerGC{Runtime: rt, Policy: DefaultContainerPolicy, PodLogsDir: logs, LogSymlinkDir: linkDir, Clock: clocktesting.NewFakeClock(t0),
 		State: func(uid types.UID) (bool, bool) { return uid != "live", uid != "live" },
 		Ready: func() bool { return ready }}
 	if err := g.collect(ctx, false); err != nil {
@@ -222,5 +241,28 @@ func TestContainerGCThroughCRI(t *testing.T) {
 	}
 	if fmt.Sprint(left) != "[not-a-pod ns_live_live]" {
 		t.Errorf("log dirs left: %v", left)
+	}
+	left = nil
+	entries, _ = os.ReadDir(linkDir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	want := fmt.Sprint([]string{"live_ns_app-" + running + ".log", "new_ns_app-unlisted1.log", "plain_ns_app-unlisted3.log"})
+	if fmt.Sprint(left) != want {
+		t.Errorf("log links left: %v, want %v", left, want)
+	}
+}
+
+func TestLogSymlinkContainerID(t *testing.T) {
+	for name, want := range map[string]string{
+		"web-1_ns_app-0123abcd.log": "0123abcd",
+		"web_ns_app.log":            "",
+		"web_ns_app-.log":           "",
+		"web_ns_app-abc.txt":        "",
+	} {
+		got, ok := logSymlinkContainerID(name)
+		if got != want || ok != (want != "") {
+			t.Errorf("%s: %q %v, want %q", name, got, ok, want)
+		}
 	}
 }

@@ -206,7 +206,8 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 			errs = append(errs, fmt.Errorf("removing container %s: %w", c.Id, err))
 			continue
 		}
-		m.unlinkContainerLog(c.Id)
+		l := c.GetLabels()
+		m.unlinkContainerLog(l[LabelPodName], l[LabelPodNamespace], l[LabelContainerName], c.Id)
 	}
 	sbs, err := m.runtime.ListPodSandbox(ctx, &runtimeapi.PodSandboxFilter{LabelSelector: sel})
 	if err != nil {

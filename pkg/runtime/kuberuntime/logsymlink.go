@@ -41,13 +41,13 @@ func (m *Manager) linkContainerLog(podName, namespace, containerName, containerI
 	return nil
 }
 
-// unlinkContainerLog removes the link of a removed container.
-func (m *Manager) unlinkContainerLog(containerID string) {
-	if m.opts.ContainerLogSymlinkDir == "" || containerID == "" {
+// unlinkContainerLog removes the link of a removed container. The link's
+// name is made from the pod's and the container's names (the container's
+// labels), so it is removed by name: matching the directory against a
+// pattern cost a scan of every link on the node for each removed container.
+func (m *Manager) unlinkContainerLog(podName, namespace, containerName, containerID string) {
+	if m.opts.ContainerLogSymlinkDir == "" || containerID == "" || podName == "" || containerName == "" {
 		return
 	}
-	links, _ := filepath.Glob(filepath.Join(m.opts.ContainerLogSymlinkDir, "*-"+containerID+".log"))
-	for _, l := range links {
-		_ = os.Remove(l)
-	}
+	_ = os.Remove(logSymlinkPath(m.opts.ContainerLogSymlinkDir, podName, namespace, containerName, containerID))
 }

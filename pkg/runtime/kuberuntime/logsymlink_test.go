@@ -34,8 +34,34 @@ func TestContainerLogSymlink(t *testing.T) {
 	if b, err := os.ReadFile(link); err != nil || string(b) != "hello\n" {
 		t.Errorf("link does not lead to the log: %q %v", b, err)
 	}
-	m.unlinkContainerLog("abc")
+	other := filepath.Join(m.opts.ContainerLogSymlinkDir, "web_ns_side-abd.log")
+	os.Symlink(logPath, other)
+	m.unlinkContainerLog("web", "ns", "app", "abc")
+	if _, err := os.Lstat(other); err != nil {
+		t.Errorf("another container's link was removed: %v", err)
+	}
 	if _, err := os.Lstat(link); !os.IsNotExist(err) {
 		t.Errorf("link not removed: %v", err)
+	}
+}
+
+// A link cut to 255 bytes is removed too: it is found by its name, not by a
+// pattern on the container ID its cut name no longer ends with.
+func TestContainerLogSymlinkLongName(t *testing.T) {
+	dir := t.TempDir()
+	m := &Manager{opts: Options{ContainerLogSymlinkDir: dir}}
+	logPath := filepath.Join(dir, "0.log")
+	os.WriteFile(logPath, []byte("x\n"), 0o644)
+	pod, id := strings.Repeat("p", 200), strings.Repeat("f", 64)
+	if err := m.linkContainerLog(pod, "ns", "app", id, logPath); err != nil {
+		t.Fatal(err)
+	}
+	link := logSymlinkPath(dir, pod, "ns", "app", id)
+	if _, err := os.Lstat(link); err != nil {
+		t.Fatalf("no link: %v", err)
+	}
+	m.unlinkContainerLog(pod, "ns", "app", id)
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("cut link not removed: %v", err)
 	}
 }

@@ -254,6 +254,10 @@ func (m *Manager) Version(ctx context.Context) (string, error) {
 // RuntimeService exposes the CRI runtime client (for streaming, stats).
 func (m *Manager) RuntimeService() cri.RuntimeService { return m.runtime }
 
+// LogSymlinkDir is where containers' logs are linked ("" when they are not),
+// for the container GC to clean.
+func (m *Manager) LogSymlinkDir() string { return m.opts.ContainerLogSymlinkDir }
+
 // ImageService exposes the CRI image client (for image GC).
 func (m *Manager) ImageService() cri.ImageManagerService { return m.image }
 

@@ -193,6 +193,6 @@ func (m *Manager) pruneOldInstances(ctx context.Context, status *container.PodSt
 			klog.FromContext(ctx).V(2).Info("Removing old container instance failed", "containerID", c.ID, "err", err)
 			continue
 		}
-		m.unlinkContainerLog(c.ID)
+		m.unlinkContainerLog(status.Name, status.Namespace, c.Name, c.ID)
 	}
 }
