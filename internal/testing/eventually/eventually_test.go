@@ -70,9 +70,6 @@ func TestWithin(t *testing.T) {
 			if elapsed < limit {
 				t.Errorf("gave up after %v, before the %v limit", elapsed, limit)
 			}
-			if calls < 2 {
-				t.Errorf("polled %d times in %v", calls, limit)
-			}
 		})
 	}
 }
