@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	v1 "k8s.io/api/core/v1"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runnable"
@@ -49,17 +49,6 @@ func facts(context.Context) (nodestatus.Facts, error) {
 		Labels:    map[string]string{v1.LabelOSStable: "linux", v1.LabelArchStable: "amd64"},
 		Readiness: nodestatus.Readiness{RuntimeReady: true, NetworkReady: true},
 	}, nil
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // fakeAPI is a fake clientset that, like the API server, gives every
@@ -127,7 +116,7 @@ func TestCoreWithoutRuntimeRegistersLeasesAndWritesStatus(t *testing.T) {
 	core := startCore(t, client, l)
 
 	var node *v1.Node
-	eventually(t, "the Node registered and Ready", func() bool {
+	eventually.True(t, "the Node registered and Ready", func() bool {
 		n, err := client.CoreV1().Nodes().Get(ctx, "virt-1", metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -143,7 +132,7 @@ func TestCoreWithoutRuntimeRegistersLeasesAndWritesStatus(t *testing.T) {
 	if node.Status.Capacity.Cpu().String() != "4" || node.Status.Addresses[0].Address != "10.1.2.3" || node.Status.NodeInfo.KubeletVersion != "v1.34.4" {
 		t.Errorf("node status not from the facts: %+v", node.Status)
 	}
-	eventually(t, "the Lease", func() bool {
+	eventually.True(t, "the Lease", func() bool {
 		var lease *coordinationv1.Lease
 		lease, err := client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "virt-1", metav1.GetOptions{})
 		return err == nil && lease.Spec.RenewTime != nil
@@ -152,7 +141,7 @@ func TestCoreWithoutRuntimeRegistersLeasesAndWritesStatus(t *testing.T) {
 	core.Pods().AddOrUpdate(pod)
 	core.Status().SetPodStatus(pod, v1.PodStatus{Phase: v1.PodRunning, PodIP: "10.9.9.9",
 		Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}}})
-	eventually(t, "the pod status written", func() bool {
+	eventually.True(t, "the pod status written", func() bool {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == v1.PodRunning && p.Status.PodIP == "10.9.9.9"
 	})
@@ -177,7 +166,7 @@ func TestMirrorPodsFollowStaticPods(t *testing.T) {
 	core.Pods().AddOrUpdate(static)
 	core.TriggerMirrors()
 	var mirror *v1.Pod
-	eventually(t, "the mirror pod", func() bool {
+	eventually.True(t, "the mirror pod", func() bool {
 		m, err := client.CoreV1().Pods("kube-system").Get(ctx, "etcd-virt-1", metav1.GetOptions{})
 		mirror = m
 		return err == nil
@@ -189,7 +178,7 @@ func TestMirrorPodsFollowStaticPods(t *testing.T) {
 	core.Pods().AddOrUpdate(mirror)
 	l.running.Store(false)
 	core.TriggerMirrors()
-	eventually(t, "the mirror pod deleted", func() bool {
+	eventually.True(t, "the mirror pod deleted", func() bool {
 		_, err := client.CoreV1().Pods("kube-system").Get(ctx, "etcd-virt-1", metav1.GetOptions{})
 		return err != nil
 	})
@@ -214,7 +203,7 @@ func TestTerminatingOrphanedMirrorPodIsDeleted(t *testing.T) {
 	core := startCore(t, client, l)
 	core.Pods().AddOrUpdate(orphan)
 	core.TriggerMirrors()
-	eventually(t, "the terminating orphaned mirror pod deleted", func() bool {
+	eventually.True(t, "the terminating orphaned mirror pod deleted", func() bool {
 		_, err := client.CoreV1().Pods("kube-system").Get(ctx, "web-virt-1", metav1.GetOptions{})
 		return err != nil
 	})
@@ -268,14 +257,14 @@ func TestHeartbeatsUseTheirOwnClient(t *testing.T) {
 	l.running.Store(true)
 	core := startCoreWith(t, &Clients{Kube: client, Events: client, Heartbeat: hb}, l)
 
-	eventually(t, "the Node and its Lease", func() bool {
+	eventually.True(t, "the Node and its Lease", func() bool {
 		_, errN := client.CoreV1().Nodes().Get(ctx, "virt-1", metav1.GetOptions{})
 		l, errL := client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(ctx, "virt-1", metav1.GetOptions{})
 		return errN == nil && errL == nil && l.Spec.RenewTime != nil
 	})
 	core.Pods().AddOrUpdate(pod)
 	core.Status().SetPodStatus(pod, v1.PodStatus{Phase: v1.PodRunning})
-	eventually(t, "the pod status written", func() bool {
+	eventually.True(t, "the pod status written", func() bool {
 		p, err := client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
 		return err == nil && p.Status.Phase == v1.PodRunning
 	})

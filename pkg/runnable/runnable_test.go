@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 )
 
 // recorder logs starts and stops in order.
@@ -59,17 +61,6 @@ type plain struct{ p *part }
 
 func (q plain) Start(ctx context.Context) error { return q.p.Start(ctx) }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -89,7 +80,7 @@ func TestStagesStartAfterReadinessAndStopInReverse(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- g.Run(ctx) }()
 
-	waitFor(t, "a to start", func() bool { return contains(rec.get(), "start a") })
+	eventually.True(t, "a to start", func() bool { return contains(rec.get(), "start a") })
 	// b must wait for a's readiness. Nothing forces the scheduler, so give
 	// it a real chance to start b early: wait until a is blocked, then
 	// check b has not started.
@@ -98,7 +89,7 @@ func TestStagesStartAfterReadinessAndStopInReverse(t *testing.T) {
 		t.Fatalf("stage 2 started before stage 1 was ready: %v", rec.get())
 	}
 	close(release)
-	waitFor(t, "b to start", func() bool { return contains(rec.get(), "start b") })
+	eventually.True(t, "b to start", func() bool { return contains(rec.get(), "start b") })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v, want nil after a clean stop", err)

@@ -22,6 +22,8 @@ import (
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 )
 
 // testCA is a CA that issues server and client certificates for tests.
@@ -110,21 +112,6 @@ func serveTLS(t *testing.T, o TLSOptions, h http.Handler) string {
 	return l.Addr().String()
 }
 
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last: %s", what, seen)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func servedSerial(addr string, cfg *tls.Config) (string, error) {
 	c, err := tls.Dial("tcp", addr, cfg)
 	if err != nil {
@@ -153,7 +140,7 @@ func TestServingCertificateFilesAreReloaded(t *testing.T) {
 	c2, k2 := ca.issue(t, "kubelet", nil, true)
 	writeFile(t, keyFile, k2)
 	writeFile(t, certFile, c2)
-	eventually(t, "the new certificate served", func() (bool, string) {
+	eventually.Seen(t, "the new certificate served", func() (bool, string) {
 		s, err := servedSerial(addr, cfg)
 		return err == nil && s != first, fmt.Sprint(s, err)
 	})

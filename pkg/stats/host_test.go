@@ -8,6 +8,8 @@ import (
 	"time"
 
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 )
 
 const netDev = `Inter-|   Receive                                                |  Transmit
@@ -136,16 +138,10 @@ func TestVolumeCache(t *testing.T) {
 		t.Fatalf("stale get = %+v %v", u, ok)
 	}
 	release <- struct{}{}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if u, _, _, _ := c.get("/v", time.Now()); u.Bytes == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the background walk never landed")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, "the background walk landed", func() bool {
+		u, _, _, _ := c.get("/v", time.Now())
+		return u.Bytes == 200
+	})
 	// A volume that does not answer in time is left out, not waited for.
 	if _, _, _, ok := c.get("/slow", time.Now().Add(20*time.Millisecond)); ok {
 		t.Fatalf("unmeasured volume reported")
@@ -153,15 +149,10 @@ func TestVolumeCache(t *testing.T) {
 	release <- struct{}{}
 	// Entries nobody asks about expire.
 	clk.Step(10 * time.Minute)
-	for i := 0; i < 100; i++ {
+	eventually.True(t, "the entries nobody asked about expired", func() bool {
 		c.expire()
 		c.mu.Lock()
-		n := len(c.entries)
-		c.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Errorf("entries did not expire")
+		defer c.mu.Unlock()
+		return len(c.entries) == 0
+	})
 }

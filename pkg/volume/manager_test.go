@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 )
@@ -89,7 +90,7 @@ func TestObjectChangedRewritesOrResyncs(t *testing.T) {
 	e.objects.setCM("cfg", map[string]string{"k": "v2"})
 	e.m.ObjectChanged(objects.Ref{Kind: objects.ConfigMap, Namespace: "ns", Name: "cfg"})
 	f := filepath.Join(e.volDir(ready, dirConfigMap, "cfg"), "k")
-	eventually(t, "the volume rewritten", func() bool { b, _ := os.ReadFile(f); return string(b) == "v2" })
+	eventually.True(t, "the volume rewritten", func() bool { b, _ := os.ReadFile(f); return string(b) == "v2" })
 
 	e.objects.setCM("later", map[string]string{"k": "x"})
 	e.m.ObjectChanged(objects.Ref{Kind: objects.ConfigMap, Namespace: "ns", Name: "later"})

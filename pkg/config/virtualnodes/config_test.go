@@ -10,6 +10,8 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 )
 
 const good = `apiVersion: gokubelet.io/v1alpha1
@@ -123,13 +125,7 @@ func TestWatch(t *testing.T) {
 	if err := os.WriteFile(path, []byte(one), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for count() == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the change was not reported")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, "the change reported", func() bool { return count() != 0 })
 	mu.Lock()
 	defer mu.Unlock()
 	if len(seen[0].Nodes) != 1 || seen[0].Nodes[0].Name != "vk-mock" {

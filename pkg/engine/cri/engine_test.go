@@ -14,6 +14,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
@@ -91,17 +92,6 @@ func (h *harness) send(op podconfig.Op, pods ...*v1.Pod) {
 	h.updates <- podconfig.PodUpdate{Op: op, Source: podspec.SourceFile, Pods: pods}
 }
 
-func (h *harness) eventually(what string, cond func() bool) {
-	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func (h *harness) phase(uid types.UID) v1.PodPhase {
 	st, _ := h.core.Status().GetPodStatus(uid)
 	return st.Phase
@@ -124,7 +114,7 @@ func TestAdmittedPodRunsAndReportsRunning(t *testing.T) {
 	h := newHarness(t)
 	p := testPod("u1", "web", "500m")
 	h.send(podconfig.ADD, p)
-	h.eventually("the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
+	eventually.True(h.t, "the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
 	if !h.eng.RunsStaticPod("u1") {
 		t.Errorf("an admitted static pod does not count as running (no mirror pod would be made)")
 	}
@@ -146,7 +136,7 @@ func TestAdmissionRejectsOnceAndRemembers(t *testing.T) {
 	h := newHarness(t)
 	big := apiPod(testPod("big", "big", "10"))
 	h.send(podconfig.ADD, big)
-	h.eventually("the pod Failed", func() bool { return h.phase("big") == v1.PodFailed })
+	eventually.True(h.t, "the pod Failed", func() bool { return h.phase("big") == v1.PodFailed })
 	st, _ := h.core.Status().GetPodStatus("big")
 	if st.Reason != "OutOfcpu" {
 		t.Errorf("reason = %q, want OutOfcpu", st.Reason)
@@ -156,7 +146,7 @@ func TestAdmissionRejectsOnceAndRemembers(t *testing.T) {
 	h.send(podconfig.UPDATE, big)
 	small := apiPod(testPod("small", "small", "100m"))
 	h.send(podconfig.ADD, small)
-	h.eventually("the small pod Running", func() bool { return h.phase("small") == v1.PodRunning })
+	eventually.True(h.t, "the small pod Running", func() bool { return h.phase("small") == v1.PodRunning })
 	if n := h.rt.count("SyncPod"); n != 1 {
 		t.Errorf("SyncPod calls = %d, want 1 (only the small pod)", n)
 	}
@@ -169,17 +159,17 @@ func TestAdmissionCountsAllocatedNotResizedSpecs(t *testing.T) {
 	h := newHarness(t)
 	a := apiPod(testPod("a", "a", "1"))
 	h.send(podconfig.ADD, a)
-	h.eventually("a Running", func() bool { return h.phase("a") == v1.PodRunning })
+	eventually.True(h.t, "a Running", func() bool { return h.phase("a") == v1.PodRunning })
 	resized := a.DeepCopy()
 	resized.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("100")
 	h.send(podconfig.UPDATE, resized)
-	h.eventually("a's resize pending", func() bool {
+	eventually.True(h.t, "a's resize pending", func() bool {
 		st, _ := h.core.Status().GetPodStatus("a")
 		return podspec.FindCondition(st.Conditions, v1.PodResizePending) != nil
 	})
 	b := apiPod(testPod("b", "b", "800m"))
 	h.send(podconfig.ADD, b)
-	h.eventually("b admitted and Running", func() bool { return h.phase("b") != "" && h.phase("b") != v1.PodPending })
+	eventually.True(h.t, "b admitted and Running", func() bool { return h.phase("b") != "" && h.phase("b") != v1.PodPending })
 	if ph := h.phase("b"); ph != v1.PodRunning {
 		st, _ := h.core.Status().GetPodStatus("b")
 		t.Errorf("b is %s (%s: %s), want Running: a's allocation is 1 CPU of 2", ph, st.Reason, st.Message)
@@ -195,9 +185,9 @@ func TestRejectedStaticPodGetsNoMirror(t *testing.T) {
 		return p
 	}
 	h.send(podconfig.ADD, withPort(testPod("first", "first", "")))
-	h.eventually("the first pod Running", func() bool { return h.phase("first") == v1.PodRunning })
+	eventually.True(h.t, "the first pod Running", func() bool { return h.phase("first") == v1.PodRunning })
 	h.send(podconfig.ADD, withPort(testPod("second", "second", "")))
-	h.eventually("the second pod Failed", func() bool { return h.phase("second") == v1.PodFailed })
+	eventually.True(h.t, "the second pod Failed", func() bool { return h.phase("second") == v1.PodFailed })
 	if h.eng.RunsStaticPod("second") {
 		t.Errorf("a rejected static pod counts as running (it would get a mirror pod)")
 	}
@@ -212,11 +202,11 @@ func TestReconcileDoesNotSync(t *testing.T) {
 	h := newHarness(t)
 	p := testPod("u1", "web", "")
 	h.send(podconfig.RECONCILE, p)
-	h.eventually("the pod recorded", func() bool { return h.core.Pods().Has("u1") })
+	eventually.True(h.t, "the pod recorded", func() bool { return h.core.Pods().Has("u1") })
 	// A later ADD of another pod is handled after the RECONCILE, so once
 	// it runs, the RECONCILE has been handled too.
 	h.send(podconfig.ADD, testPod("u2", "other", ""))
-	h.eventually("the other pod Running", func() bool { return h.phase("u2") == v1.PodRunning })
+	eventually.True(h.t, "the other pod Running", func() bool { return h.phase("u2") == v1.PodRunning })
 	if _, ok := h.eng.workers.Get("u1"); ok {
 		t.Errorf("RECONCILE started a pod worker")
 	}
@@ -228,7 +218,7 @@ func TestReconcileDoesNotSync(t *testing.T) {
 func TestOrphansWaitForEverySource(t *testing.T) {
 	h := newHarness(t)
 	h.rt.run("orphan", "default", "left-behind", "c")
-	h.eventually("a relist", func() bool { return h.eng.pleg.HasRelisted() })
+	eventually.True(h.t, "a relist", func() bool { return h.eng.pleg.HasRelisted() })
 	ctx := context.Background()
 	h.eng.housekeeping(ctx)
 	if _, ok := h.eng.workers.Get("orphan"); ok || h.rt.count("KillPod") != 0 {
@@ -236,7 +226,7 @@ func TestOrphansWaitForEverySource(t *testing.T) {
 	}
 	h.seenAll.Store(true)
 	h.eng.housekeeping(ctx)
-	h.eventually("the orphan removed from the runtime", func() bool { return h.rt.count("RemovePod") == 1 })
+	eventually.True(h.t, "the orphan removed from the runtime", func() bool { return h.rt.count("RemovePod") == 1 })
 	if h.rt.count("KillPod") == 0 {
 		t.Errorf("the orphan was removed without being stopped")
 	}
@@ -248,7 +238,7 @@ func TestDeletedPodIsStoppedThenDeletable(t *testing.T) {
 	h := newHarness(t)
 	p := testPod("u1", "web", "")
 	h.send(podconfig.ADD, p)
-	h.eventually("the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
+	eventually.True(h.t, "the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
 	if h.eng.CanBeDeleted(p) {
 		t.Fatalf("a running pod can be deleted")
 	}
@@ -256,7 +246,7 @@ func TestDeletedPodIsStoppedThenDeletable(t *testing.T) {
 	del.DeletionTimestamp = &metav1.Time{Time: time.Now()}
 	del.DeletionGracePeriodSeconds = ptr.To[int64](0)
 	h.send(podconfig.DELETE, del)
-	h.eventually("the pod deletable", func() bool { return h.eng.CanBeDeleted(del) })
+	eventually.True(h.t, "the pod deletable", func() bool { return h.eng.CanBeDeleted(del) })
 	if h.rt.count("KillPod") == 0 || h.rt.count("RemovePod") == 0 {
 		t.Errorf("kill=%d remove=%d, want both", h.rt.count("KillPod"), h.rt.count("RemovePod"))
 	}

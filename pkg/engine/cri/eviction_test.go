@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -20,13 +21,13 @@ func TestEvictPodEndsFailedEvicted(t *testing.T) {
 	p := testPod("u1", "hog", "")
 	delete(p.Annotations, "kubernetes.io/config.source") // an API pod: static pods are critical
 	h.send(podconfig.ADD, p)
-	h.eventually("the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
+	eventually.True(h.t, "the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
 	if gone, terminated := h.eng.PodGCState("u1"); gone || terminated {
 		t.Fatalf("running pod: gone %v terminated %v", gone, terminated)
 	}
 	msg := "The node was low on resource: memory. "
 	h.eng.EvictPod(p, 1, msg)
-	h.eventually("the pod Failed", func() bool { return h.phase("u1") == v1.PodFailed })
+	eventually.True(h.t, "the pod Failed", func() bool { return h.phase("u1") == v1.PodFailed })
 	st, _ := h.core.Status().GetPodStatus("u1")
 	if st.Reason != "Evicted" || st.Message != msg {
 		t.Errorf("status reason %q message %q", st.Reason, st.Message)
@@ -40,7 +41,7 @@ func TestEvictPodEndsFailedEvicted(t *testing.T) {
 	if !found {
 		t.Errorf("no DisruptionTarget condition: %+v", st.Conditions)
 	}
-	h.eventually("the pod cleaned up", func() bool { return h.eng.PodCleanedUp("u1") })
+	eventually.True(h.t, "the pod cleaned up", func() bool { return h.eng.PodCleanedUp("u1") })
 	if _, terminated := h.eng.PodGCState("u1"); !terminated {
 		t.Error("an evicted pod is not terminated for the GC")
 	}
@@ -60,8 +61,8 @@ func TestAdmitHandlerRefuses(t *testing.T) {
 		return true, "", ""
 	})
 	h.send(podconfig.ADD, testPod("u1", "refused", ""), testPod("u2", "fine", ""))
-	h.eventually("the refused pod Failed", func() bool { return h.phase("u1") == v1.PodFailed })
-	h.eventually("the other pod Running", func() bool { return h.phase("u2") == v1.PodRunning })
+	eventually.True(h.t, "the refused pod Failed", func() bool { return h.phase("u1") == v1.PodFailed })
+	eventually.True(h.t, "the other pod Running", func() bool { return h.phase("u2") == v1.PodRunning })
 	st, _ := h.core.Status().GetPodStatus("u1")
 	if st.Reason != "Evicted" || st.Message != "The node had condition: [DiskPressure]. " {
 		t.Errorf("refusal %q %q", st.Reason, st.Message)
@@ -82,13 +83,13 @@ func TestResizeDecisionsInStatus(t *testing.T) {
 	delete(p.Annotations, "kubernetes.io/config.source")
 	p.Spec.Containers[0].Resources = v1.ResourceRequirements{Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")}}
 	h.send(podconfig.ADD, p)
-	h.eventually("the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
+	eventually.True(h.t, "the pod Running", func() bool { return h.phase("u1") == v1.PodRunning })
 
 	big := p.DeepCopy()
 	big.Generation = 2
 	big.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("64")
 	h.send(podconfig.UPDATE, big)
-	h.eventually("PodResizePending Infeasible", func() bool {
+	eventually.True(h.t, "PodResizePending Infeasible", func() bool {
 		st, _ := h.core.Status().GetPodStatus("u1")
 		c := podspec.FindCondition(st.Conditions, v1.PodResizePending)
 		return c != nil && c.Reason == v1.PodReasonInfeasible && strings.Contains(c.Message, "cpu, requested: 64000")
@@ -102,7 +103,7 @@ func TestResizeDecisionsInStatus(t *testing.T) {
 	fits.Generation = 3
 	fits.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("200m")
 	h.send(podconfig.UPDATE, fits)
-	h.eventually("the resize allocated", func() bool {
+	eventually.True(h.t, "the resize allocated", func() bool {
 		st, _ := h.core.Status().GetPodStatus("u1")
 		return podspec.FindCondition(st.Conditions, v1.PodResizePending) == nil &&
 			len(st.ContainerStatuses) == 1 && st.ContainerStatuses[0].AllocatedResources.Cpu().String() == "200m"

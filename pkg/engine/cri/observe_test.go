@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	compbase "k8s.io/component-base/metrics"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
@@ -76,7 +77,7 @@ func TestObserverAndPodCounts(t *testing.T) {
 	h := newObservedHarness(t, rec)
 	p := testPod("u1", "web", "")
 	h.send(podconfig.ADD, p)
-	h.eventually("the observer told the pod is Running", func() bool {
+	eventually.True(h.t, "the observer told the pod is Running", func() bool {
 		phase, syncs, _ := rec.seen("u1")
 		return phase == v1.PodRunning && syncs > 0
 	})
@@ -91,7 +92,7 @@ func TestObserverAndPodCounts(t *testing.T) {
 		t.Error("the runtime's pods are not shown (kubelet_running_pods)")
 	}
 	h.send(podconfig.REMOVE, p)
-	h.eventually("the pod gone from the counts", func() bool {
+	eventually.True(h.t, "the pod gone from the counts", func() bool {
 		n := h.eng.PodCounts()
 		return n.Desired == [2]int{} && n.Active == [2]int{}
 	})

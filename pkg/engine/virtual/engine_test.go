@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/errdefs"
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
@@ -129,21 +130,6 @@ func testPod(name string) *v1.Pod {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last seen: %s", what, seen)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func (h *harness) create(p *v1.Pod) {
 	h.t.Helper()
 	if _, err := h.client.CoreV1().Pods(p.Namespace).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
@@ -158,7 +144,7 @@ func (h *harness) get(name string) (*v1.Pod, error) {
 func (h *harness) waitPhase(name string, phase v1.PodPhase) *v1.Pod {
 	h.t.Helper()
 	var got *v1.Pod
-	eventually(h.t, name+" "+string(phase)+" in the API", func() (bool, string) {
+	eventually.Seen(h.t, name+" "+string(phase)+" in the API", func() (bool, string) {
 		p, err := h.get(name)
 		if err != nil {
 			return false, err.Error()
@@ -220,7 +206,7 @@ func TestPodRunsAndStatusIsPatched(t *testing.T) {
 	if p.Status.PodIP == "" || p.Status.HostIP != "192.0.2.10" || p.Status.QOSClass != v1.PodQOSBestEffort {
 		t.Errorf("status = %+v", p.Status)
 	}
-	eventually(t, "Ready True", func() (bool, string) {
+	eventually.Seen(t, "Ready True", func() (bool, string) {
 		p, _ := h.get("web")
 		for _, c := range p.Status.Conditions {
 			if c.Type == v1.PodReady {
@@ -251,7 +237,7 @@ func TestGracefulDeletion(t *testing.T) {
 	h.create(testPod("web"))
 	h.waitPhase("web", v1.PodRunning)
 	h.deleteGracefully("web", 30)
-	eventually(t, "the API pod deleted", func() (bool, string) {
+	eventually.Seen(t, "the API pod deleted", func() (bool, string) {
 		_, err := h.get("web")
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -272,7 +258,7 @@ func TestGracefulDeletion(t *testing.T) {
 	if _, err := m.GetPod(context.Background(), "default", "web"); err == nil {
 		t.Error("the provider still runs the deleted pod")
 	}
-	eventually(t, "the engine forgets the pod", func() (bool, string) {
+	eventually.Seen(t, "the engine forgets the pod", func() (bool, string) {
 		h.eng.mu.Lock()
 		defer h.eng.mu.Unlock()
 		return len(h.eng.pods) == 0 && len(h.eng.byUID) == 0, fmt.Sprint(len(h.eng.pods))
@@ -288,7 +274,7 @@ func TestGracePeriodEndsWhileProviderFails(t *testing.T) {
 	h.create(testPod("web"))
 	h.waitPhase("web", v1.PodRunning)
 	h.deleteGracefully("web", 1)
-	eventually(t, "the API pod deleted after its grace period", func() (bool, string) {
+	eventually.Seen(t, "the API pod deleted after its grace period", func() (bool, string) {
 		_, err := h.get("web")
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
@@ -305,7 +291,7 @@ func TestCreateFailureShownAndRetried(t *testing.T) {
 	mc.FailureRate.Create = 1
 	h, m := newMockHarness(t, mc, Config{})
 	h.create(testPod("web"))
-	eventually(t, "the failure on the pod", func() (bool, string) {
+	eventually.Seen(t, "the failure on the pod", func() (bool, string) {
 		p, err := h.get("web")
 		if err != nil || len(p.Status.ContainerStatuses) == 0 {
 			return false, fmt.Sprint(err)
@@ -313,8 +299,8 @@ func TestCreateFailureShownAndRetried(t *testing.T) {
 		w := p.Status.ContainerStatuses[0].State.Waiting
 		return w != nil && w.Reason == ReasonCreateFailed && strings.Contains(w.Message, "injected failure"), fmt.Sprintf("%+v", p.Status)
 	})
-	eventually(t, "several attempts", func() (bool, string) { return m.Calls("CreatePod") >= 3, fmt.Sprint(m.Calls("CreatePod")) })
-	eventually(t, "a ProviderCreateFailed event", func() (bool, string) {
+	eventually.Seen(t, "several attempts", func() (bool, string) { return m.Calls("CreatePod") >= 3, fmt.Sprint(m.Calls("CreatePod")) })
+	eventually.Seen(t, "a ProviderCreateFailed event", func() (bool, string) {
 		ev := h.events(ReasonCreateFailed)
 		return len(ev) > 0 && strings.Contains(ev[0], "injected failure"), fmt.Sprint(ev)
 	})
@@ -357,7 +343,7 @@ func TestOrphansOfThisNodeOnly(t *testing.T) {
 		}
 	}
 	h := start(t, fakeAPI(), m, Config{ResyncInterval: 50 * time.Millisecond})
-	eventually(t, "the orphan deleted from the provider", func() (bool, string) {
+	eventually.Seen(t, "the orphan deleted from the provider", func() (bool, string) {
 		_, err := m.GetPod(ctx, "default", "orphan")
 		return err != nil, fmt.Sprint(err)
 	})
@@ -432,7 +418,7 @@ func TestRecreatedUnderTheSameName(t *testing.T) {
 	again := testPod("web")
 	again.UID = "uid-web-2"
 	h.create(again)
-	eventually(t, "the new incarnation in the provider", func() (bool, string) {
+	eventually.Seen(t, "the new incarnation in the provider", func() (bool, string) {
 		p, err := m.GetPod(context.Background(), "default", "web")
 		if err != nil {
 			return false, err.Error()
@@ -479,7 +465,7 @@ func TestCreatesRunInParallel(t *testing.T) {
 		objs = append(objs, testPod(fmt.Sprintf("p-%03d", i)))
 	}
 	h := start(t, fakeAPI(objs...), f, Config{Workers: 50})
-	eventually(t, "every pod created", func() (bool, string) { return m.Calls("CreatePod") >= n, fmt.Sprint(m.Calls("CreatePod")) })
+	eventually.Seen(t, "every pod created", func() (bool, string) { return m.Calls("CreatePod") >= n, fmt.Sprint(m.Calls("CreatePod")) })
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.max < 25 {
@@ -497,7 +483,7 @@ func TestProviderGetsResolvedEnv(t *testing.T) {
 	pod.Spec.Containers[0].Env = []v1.EnvVar{{Name: "MODE", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{
 		LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "mode"}}}}
 	h.create(pod)
-	eventually(t, "CreateContainerConfigError on the pod", func() (bool, string) {
+	eventually.Seen(t, "CreateContainerConfigError on the pod", func() (bool, string) {
 		p, err := h.get("web")
 		if err != nil || len(p.Status.ContainerStatuses) == 0 {
 			return false, fmt.Sprint(err)
@@ -616,7 +602,7 @@ func TestReadinessGate(t *testing.T) {
 		}
 		return ""
 	}
-	eventually(t, "Running, Ready False (gate not set)", func() (bool, string) {
+	eventually.Seen(t, "Running, Ready False (gate not set)", func() (bool, string) {
 		p, _ := h.get("gated")
 		return p.Status.Phase == v1.PodRunning && ready(p) == v1.ConditionFalse, fmt.Sprint(p.Status.Phase, p.Status.Conditions)
 	})
@@ -628,7 +614,7 @@ func TestReadinessGate(t *testing.T) {
 	if _, err := h.client.CoreV1().Pods("default").UpdateStatus(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "Ready True once the gate is True", func() (bool, string) {
+	eventually.Seen(t, "Ready True once the gate is True", func() (bool, string) {
 		p, _ := h.get("gated")
 		has := false
 		for _, c := range p.Status.Conditions {

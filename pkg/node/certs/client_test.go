@@ -26,6 +26,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/connrotation"
+
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 )
 
 // issuer signs client certificates for the tests.
@@ -135,13 +137,13 @@ func TestRotationSwitchesConnectionsToTheNewCertificate(t *testing.T) {
 
 	first, _, _ := iss.issue(t, "first", time.Now().Add(time.Hour))
 	m.cur.Store(first)
-	waitFor(t, "the first certificate used", func() bool { return get() == "first" })
+	eventually.True(t, "the first certificate used", func() bool { return get() == "first" })
 	before := conns.Load()
 	// The kept-alive connection would go on presenting "first"; the
 	// rotation closes it, so the next request uses the new certificate.
 	second, _, _ := iss.issue(t, "second", time.Now().Add(time.Hour))
 	m.cur.Store(second)
-	waitFor(t, "the rotated certificate used", func() bool { return get() == "second" })
+	eventually.True(t, "the rotated certificate used", func() bool { return get() == "second" })
 	if conns.Load() == before {
 		t.Error("no new connection after the rotation")
 	}
@@ -157,17 +159,6 @@ func TestRunFailsWithoutAValidCertificateWhileTheServerAnswers(t *testing.T) {
 	defer cancel()
 	if err := c.Run(ctx); err == nil || ctx.Err() != nil {
 		t.Errorf("Run with an expired certificate: %v (ctx %v)", err, ctx.Err())
-	}
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 

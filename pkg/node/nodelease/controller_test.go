@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 )
 
 var start = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -52,18 +54,6 @@ func lease(client *fake.Clientset) *coordinationv1.Lease {
 		return nil
 	}
 	return l
-}
-
-// waitFor polls cond until it holds, failing the test after 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func ownedBy(l *coordinationv1.Lease, uid string) bool {
@@ -107,7 +97,7 @@ func TestLeaseCreatedWithOwnerAndRenewed(t *testing.T) {
 	clk := clocktesting.NewFakeClock(start)
 	run(t, client, clk, registeredNode)
 
-	waitFor(t, "the lease", func() bool { return lease(client) != nil })
+	eventually.True(t, "the lease", func() bool { return lease(client) != nil })
 	l := lease(client)
 	if *l.Spec.HolderIdentity != "node-a" || *l.Spec.LeaseDurationSeconds != 40 || !l.Spec.RenewTime.Time.Equal(start) {
 		t.Fatalf("lease spec = %+v", l.Spec)
@@ -117,7 +107,7 @@ func TestLeaseCreatedWithOwnerAndRenewed(t *testing.T) {
 	}
 
 	clk.Step(10 * time.Second)
-	waitFor(t, "a renewal", func() bool { return lease(client).Spec.RenewTime.Time.Equal(start.Add(10 * time.Second)) })
+	eventually.True(t, "a renewal", func() bool { return lease(client).Spec.RenewTime.Time.Equal(start.Add(10 * time.Second)) })
 	if l := lease(client); !ownedBy(l, "uid-1") || *l.Spec.HolderIdentity != "node-a" {
 		t.Fatalf("renewed lease = %+v", l)
 	}
@@ -136,7 +126,7 @@ func TestRenewalDoesNotReadTheLease(t *testing.T) {
 		return false, nil, nil
 	})
 	run(t, client, clocktesting.NewFakeClock(start), registeredNode)
-	waitFor(t, "three renewals", func() bool { return updates.Load() >= 3 })
+	eventually.True(t, "three renewals", func() bool { return updates.Load() >= 3 })
 	// The one GET is ensure-before-create; renewals reuse the written Lease.
 	if g := gets.Load(); g != 1 {
 		t.Fatalf("lease GETs = %d after %d renewals, want 1", g, updates.Load())
@@ -149,12 +139,12 @@ func TestLeaseWaitsForNodeThenSetsOwner(t *testing.T) {
 	run(t, client, clocktesting.NewFakeClock(start), node.Load)
 
 	// Not registered: the controller polls for the Node and creates nothing.
-	waitFor(t, "two polls for the node", func() bool { return countActions(client, "get", "nodes") >= 2 })
+	eventually.True(t, "two polls for the node", func() bool { return countActions(client, "get", "nodes") >= 2 })
 	if countActions(client, "create", "leases") != 0 {
 		t.Fatal("lease must not be created before the node exists")
 	}
 	node.Store(registeredNode())
-	waitFor(t, "the owned lease", func() bool { return ownedBy(lease(client), "uid-1") })
+	eventually.True(t, "the owned lease", func() bool { return ownedBy(lease(client), "uid-1") })
 }
 
 func TestExistingLeaseWithoutOwnerAdopted(t *testing.T) {
@@ -162,7 +152,7 @@ func TestExistingLeaseWithoutOwnerAdopted(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Namespace: "kube-node-lease"},
 	}, registeredNode())
 	run(t, client, clocktesting.NewFakeClock(start), nil) // owner found by GET
-	waitFor(t, "the adopted lease", func() bool {
+	eventually.True(t, "the adopted lease", func() bool {
 		l := lease(client)
 		return ownedBy(l, "uid-1") && l.Spec.RenewTime != nil
 	})
@@ -173,7 +163,7 @@ func TestRegisteredNodeFoundByGetWhenOptionSaysNil(t *testing.T) {
 	// never learns it, the GET does.
 	client := fake.NewClientset(registeredNode())
 	run(t, client, clocktesting.NewFakeClock(start), func() *v1.Node { return nil })
-	waitFor(t, "the owned lease", func() bool { return ownedBy(lease(client), "uid-1") })
+	eventually.True(t, "the owned lease", func() bool { return ownedBy(lease(client), "uid-1") })
 }
 
 func TestOwnerReplacedWhenNodeRecreated(t *testing.T) {
@@ -181,22 +171,22 @@ func TestOwnerReplacedWhenNodeRecreated(t *testing.T) {
 	var node atomic.Pointer[v1.Node]
 	node.Store(registeredNode())
 	run(t, client, clocktesting.NewFakeClock(start), node.Load)
-	waitFor(t, "the owned lease", func() bool { return ownedBy(lease(client), "uid-1") })
+	eventually.True(t, "the owned lease", func() bool { return ownedBy(lease(client), "uid-1") })
 	node.Store(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a", UID: "uid-2"}})
-	waitFor(t, "the new owner alone", func() bool { return ownedBy(lease(client), "uid-2") })
+	eventually.True(t, "the new owner alone", func() bool { return ownedBy(lease(client), "uid-2") })
 }
 
 func TestLeaseRecreatedAfterDeletion(t *testing.T) {
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(start)
 	run(t, client, clk, registeredNode)
-	waitFor(t, "the lease", func() bool { return lease(client) != nil })
+	eventually.True(t, "the lease", func() bool { return lease(client) != nil })
 	ctx := context.Background()
 	clk.Step(10 * time.Second)
 	if err := client.CoordinationV1().Leases("kube-node-lease").Delete(ctx, "node-a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the recreated lease", func() bool {
+	eventually.True(t, "the recreated lease", func() bool {
 		l := lease(client)
 		return l != nil && l.Spec.RenewTime.Time.Equal(start.Add(10*time.Second)) && ownedBy(l, "uid-1")
 	})
@@ -218,19 +208,19 @@ func TestStartRetriesWithBackoffAndRenews(t *testing.T) {
 	})
 	clk := clocktesting.NewFakeClock(start)
 	run(t, client, clk, registeredNode)
-	waitFor(t, "the lease despite errors", func() bool { return lease(client) != nil })
+	eventually.True(t, "the lease despite errors", func() bool { return lease(client) != nil })
 	if fails.Load() != 0 {
 		t.Fatalf("lease created with %d failures left", fails.Load())
 	}
 	clk.Step(10 * time.Second)
-	waitFor(t, "a renewal", func() bool { return lease(client).Spec.RenewTime.Time.Equal(start.Add(10 * time.Second)) })
+	eventually.True(t, "a renewal", func() bool { return lease(client).Spec.RenewTime.Time.Equal(start.Add(10 * time.Second)) })
 }
 
 func TestConflictRereadsLease(t *testing.T) {
 	client := fake.NewClientset()
 	clk := clocktesting.NewFakeClock(start)
 	run(t, client, clk, registeredNode)
-	waitFor(t, "the lease", func() bool { return lease(client) != nil })
+	eventually.True(t, "the lease", func() bool { return lease(client) != nil })
 
 	// Someone else writes the lease: the next renewal conflicts once.
 	var conflicts atomic.Int32
@@ -243,7 +233,7 @@ func TestConflictRereadsLease(t *testing.T) {
 		return false, nil, nil
 	})
 	clk.Step(10 * time.Second)
-	waitFor(t, "a renewal after the conflict", func() bool {
+	eventually.True(t, "a renewal after the conflict", func() bool {
 		return conflicts.Load() == 0 && lease(client).Spec.RenewTime.Time.Equal(start.Add(10*time.Second))
 	})
 }
@@ -256,5 +246,5 @@ func TestRepeatedFailureCallback(t *testing.T) {
 	var called atomic.Int32
 	runWith(t, Options{Client: client, NodeName: "node-a", Node: registeredNode,
 		RenewInterval: testInterval, OnRepeatedFailure: func() { called.Add(1) }})
-	waitFor(t, "the repeated-failure callback", func() bool { return called.Load() > 0 })
+	eventually.True(t, "the repeated-failure callback", func() bool { return called.Load() > 0 })
 }

@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 )
 
@@ -280,17 +281,6 @@ func TestNotReadyMessageFromRuntime(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestStartRecreatesDeletedNodeAndHonoursTrigger(t *testing.T) {
 	h := newHarness(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -313,7 +303,7 @@ func TestStartRecreatesDeletedNodeAndHonoursTrigger(t *testing.T) {
 	h.readiness = Readiness{NetworkReady: true, Errors: []string{"container runtime is down"}}
 	h.mu.Unlock()
 	h.c.Trigger()
-	waitFor(t, "not-ready status after trigger", func() bool {
+	eventually.True(t, "not-ready status after trigger", func() bool {
 		n, err := h.client.CoreV1().Nodes().Get(ctx, "node-a", metav1.GetOptions{})
 		return err == nil && condition(n, v1.NodeReady).Status == v1.ConditionFalse
 	})
@@ -323,7 +313,7 @@ func TestStartRecreatesDeletedNodeAndHonoursTrigger(t *testing.T) {
 	}
 	// Either the watch sees the deletion or the next check's patch finds
 	// the node gone; tick the clock until it is back.
-	waitFor(t, "node recreated", func() bool {
+	eventually.True(t, "node recreated", func() bool {
 		if h.clock.HasWaiters() {
 			h.clock.Step(10 * time.Second)
 		}
@@ -349,7 +339,7 @@ func TestRegisterRetriesOnError(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() { done <- h.c.Start(ctx) }()
-	waitFor(t, "registration after retries", func() bool {
+	eventually.True(t, "registration after retries", func() bool {
 		if h.clock.HasWaiters() {
 			h.clock.Step(time.Second)
 		}

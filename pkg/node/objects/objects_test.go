@@ -19,6 +19,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 )
 
 func TestReferences(t *testing.T) {
@@ -69,17 +71,6 @@ func (c *changes) has(r Ref) bool {
 	return false
 }
 
-func eventually(t *testing.T, what string, f func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // watches counts the watches the fake clientset has registered, by
 // resource. The fake tracker sends a change only to the watchers registered
 // when it happens (it does not replay from a resourceVersion as the API
@@ -111,7 +102,7 @@ func trackWatches(c *fake.Clientset) *watches {
 
 func (w *watches) wait(t *testing.T, resource string) {
 	t.Helper()
-	eventually(t, "a watch of "+resource, func() bool {
+	eventually.True(t, "a watch of "+resource, func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return w.n[resource] > 0
@@ -159,16 +150,16 @@ func TestManagerWatchesWhatPodsReference(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps("ns").Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the update", func() bool {
+	eventually.True(t, "the update", func() bool {
 		cm, err := m.GetConfigMap(ctx, "ns", "cfg")
 		return err == nil && cm.Data["k"] == "v2"
 	})
-	eventually(t, "OnChange for the ConfigMap", func() bool { return ch.has(Ref{ConfigMap, "ns", "cfg"}) })
+	eventually.True(t, "OnChange for the ConfigMap", func() bool { return ch.has(Ref{ConfigMap, "ns", "cfg"}) })
 	w.wait(t, "secrets")
 	if _, err := client.CoreV1().Secrets("ns").Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "later"}, Data: map[string][]byte{"x": []byte("y")}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "OnChange for the created Secret", func() bool { return ch.has(Ref{Secret, "ns", "later"}) })
+	eventually.True(t, "OnChange for the created Secret", func() bool { return ch.has(Ref{Secret, "ns", "later"}) })
 	if s, err := m.GetSecret(ctx, "ns", "later"); err != nil || string(s.Data["x"]) != "y" {
 		t.Fatalf("GetSecret after create = %v, %v", s, err)
 	}

@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 )
 
 type fakeLogind struct {
@@ -64,19 +66,11 @@ func TestShutdownStopsRegularThenCriticalPods(t *testing.T) {
 		t.Fatal("refused before any shutdown")
 	}
 	ld.signals <- true
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	eventually.True(t, "the inhibitor lock released after the pods stopped", func() bool {
 		ld.mu.Lock()
-		rel := ld.released
-		ld.mu.Unlock()
-		if rel == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the inhibitor lock was not released after the pods stopped")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer ld.mu.Unlock()
+		return ld.released == 1
+	})
 	pods.mu.Lock()
 	if got := strings.Join(pods.order, ","); got != "a,b,critical" {
 		t.Errorf("stop order %s, want regular pods first", got)

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
@@ -82,17 +83,6 @@ func actionsOf(c *fake.Clientset, verb string) []k8stesting.Action {
 	return out
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // settle gives workers a moment to do anything they wrongly would.
 func settle() { time.Sleep(100 * time.Millisecond) }
 
@@ -134,7 +124,7 @@ func TestCoalescesToOnePatchWithLatestStatusAndUID(t *testing.T) {
 		m.SetPodStatus(pod, st)
 	}
 	start(t, m)
-	waitFor(t, "a patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	eventually.True(t, "a patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	settle()
 	patches := actionsOf(c, "patch")
 	if len(patches) != 1 {
@@ -163,7 +153,7 @@ func TestCoalescesToOnePatchWithLatestStatusAndUID(t *testing.T) {
 		t.Errorf("unchanged status patched: %d", n)
 	}
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
-	waitFor(t, "second patch", func() bool { return len(actionsOf(c, "patch")) == 2 })
+	eventually.True(t, "second patch", func() bool { return len(actionsOf(c, "patch")) == 2 })
 }
 
 func TestMirrorPodTarget(t *testing.T) {
@@ -185,7 +175,7 @@ func TestMirrorPodTarget(t *testing.T) {
 		r.mirror["static-uid"] = true
 	})
 	m.Reconcile()
-	waitFor(t, "mirror patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	eventually.True(t, "mirror patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	p := patchOf(t, actionsOf(c, "patch")[0])
 	if uid := p["metadata"].(map[string]any)["uid"]; uid != "mirror-uid" {
 		t.Errorf("patch must carry the mirror pod's uid, got %v", uid)
@@ -205,7 +195,7 @@ func TestFinalDeleteOnlyWhenAllowedAndOnce(t *testing.T) {
 
 	// Still terminating: the terminal phase is held back, no delete.
 	m.SetPodStatus(pod, statusOf(v1.PodFailed, v1.ConditionFalse))
-	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	if ph := patchOf(t, actionsOf(c, "patch")[0])["status"].(map[string]any)["phase"]; ph == "Failed" {
 		t.Errorf("terminal phase written before the pod finished terminating")
 	}
@@ -217,7 +207,7 @@ func TestFinalDeleteOnlyWhenAllowedAndOnce(t *testing.T) {
 	// Terminated: the phase is written, but containers are not gone yet.
 	r.set(func(r *fakeResolver) { r.terminated["u1"] = true })
 	m.Sync("u1")
-	waitFor(t, "terminal patch", func() bool {
+	eventually.True(t, "terminal patch", func() bool {
 		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
 		return got.(*v1.Pod).Status.Phase == v1.PodFailed
 	})
@@ -229,7 +219,7 @@ func TestFinalDeleteOnlyWhenAllowedAndOnce(t *testing.T) {
 	// Cleaned up: one delete, grace 0, UID precondition.
 	r.set(func(r *fakeResolver) { r.deletable["u1"] = true })
 	m.Sync("u1")
-	waitFor(t, "delete", func() bool { return len(actionsOf(c, "delete")) == 1 })
+	eventually.True(t, "delete", func() bool { return len(actionsOf(c, "delete")) == 1 })
 	d := actionsOf(c, "delete")[0].(k8stesting.DeleteAction).GetDeleteOptions()
 	if d.GracePeriodSeconds == nil || *d.GracePeriodSeconds != 0 || d.Preconditions == nil || d.Preconditions.UID == nil || *d.Preconditions.UID != "u1" {
 		t.Errorf("delete options %+v", d)
@@ -255,7 +245,7 @@ func TestMirrorPodNeverDeleted(t *testing.T) {
 	})
 	start(t, m)
 	m.SetPodStatus(static, statusOf(v1.PodSucceeded, v1.ConditionFalse))
-	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	settle()
 	if n := len(actionsOf(c, "delete")); n != 0 {
 		t.Errorf("mirror pod deleted")
@@ -284,7 +274,7 @@ func TestNotFoundDropsAndConflictRetries(t *testing.T) {
 	start(t, m)
 
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionFalse))
-	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	settle()
 	if n := len(actionsOf(c, "patch")); n != 1 {
 		t.Fatalf("NotFound retried: %d patches", n)
@@ -294,7 +284,7 @@ func TestNotFoundDropsAndConflictRetries(t *testing.T) {
 	mode = "conflict"
 	mu.Unlock()
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
-	waitFor(t, "retry after conflict", func() bool {
+	eventually.True(t, "retry after conflict", func() bool {
 		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
 		return got.(*v1.Pod).Status.Phase == v1.PodRunning
 	})
@@ -313,7 +303,7 @@ func TestConflictFromRecreatedPodIsDropped(t *testing.T) {
 	})
 	start(t, m)
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionFalse))
-	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	settle()
 	if n := len(actionsOf(c, "patch")); n != 1 {
 		t.Errorf("kept writing a re-created pod: %d patches", n)
@@ -326,7 +316,7 @@ func TestReconcileRepairsAPIStatus(t *testing.T) {
 	r.set(func(r *fakeResolver) { r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"} })
 	start(t, m)
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
-	waitFor(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 
 	// In sync: reconcile writes nothing.
 	m.Reconcile()
@@ -344,7 +334,7 @@ func TestReconcileRepairsAPIStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Reconcile()
-	waitFor(t, "repair", func() bool {
+	eventually.True(t, "repair", func() bool {
 		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
 		return got.(*v1.Pod).Status.Phase == v1.PodRunning
 	})

@@ -9,6 +9,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
@@ -54,17 +55,6 @@ func receive(t *testing.T, m *Merger) PodUpdate {
 	return PodUpdate{}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestMergerSeenAllSources(t *testing.T) {
 	m, _ := startMerger(t)
 	file := m.Channel(podspec.SourceFile)
@@ -81,7 +71,7 @@ func TestMergerSeenAllSources(t *testing.T) {
 	if u.Op != ADD || u.Source != podspec.SourceFile || len(u.Pods) != 0 {
 		t.Fatalf("first empty set gave %s/%s with %d pods, want an empty ADD", u.Op, u.Source, len(u.Pods))
 	}
-	eventually(t, "file seen", func() bool { return m.SeenAllSources(podspec.SourceFile) })
+	eventually.True(t, "file seen", func() bool { return m.SeenAllSources(podspec.SourceFile) })
 	if m.SeenAllSources(podspec.SourceFile, podspec.SourceAPI) {
 		t.Fatal("api seen before it sent")
 	}
@@ -96,7 +86,7 @@ func TestMergerSeenAllSources(t *testing.T) {
 	if summary([]PodUpdate{u}) != "ADD:a" || u.Source != podspec.SourceAPI {
 		t.Fatalf("got %s from %s", summary([]PodUpdate{u}), u.Source)
 	}
-	eventually(t, "all seen", func() bool { return m.SeenAllSources(podspec.SourceFile, podspec.SourceAPI) })
+	eventually.True(t, "all seen", func() bool { return m.SeenAllSources(podspec.SourceFile, podspec.SourceAPI) })
 
 	// An unchanged set produces nothing; a change produces its update.
 	send(t, api, PodUpdate{Op: SET, Source: podspec.SourceAPI, Pods: []*v1.Pod{pod("a", "a")}})

@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -102,37 +103,19 @@ func (f *fakeHandler) noCall(t *testing.T, w *Workers) {
 	}
 }
 
-// waitFor waits until cond holds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not reached")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // waitIdle waits until no worker has work queued or running.
 func waitIdle(t *testing.T, w *Workers) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	eventually.True(t, "the workers idle", func() bool {
 		w.mu.Lock()
-		busy := false
+		defer w.mu.Unlock()
 		for _, ps := range w.pods {
 			if ps.working || (ps.dirty && !(ps.state == Syncing && !ps.started && w.blockedByNamesake(ps))) {
-				busy = true
+				return false
 			}
 		}
-		w.mu.Unlock()
-		if !busy {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("workers did not become idle")
+		return true
+	})
 }
 
 func pod(uid, name, version string) *v1.Pod {
@@ -261,7 +244,7 @@ func TestNamesakeWaitsForTermination(t *testing.T) {
 	}
 	// The edited pod (same full name, new UID) must wait.
 	w.UpdatePod(Update{Type: UpdateSync, Pod: pod("new", "p", "1")})
-	waitFor(t, func() bool {
+	eventually.True(t, "the new pod queued behind its terminating namesake", func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		ps := w.pods["new"]

@@ -16,20 +16,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 func recvUID(t *testing.T, m *Manager) types.UID {
 	t.Helper()
@@ -66,7 +56,7 @@ func TestWorkersTickAtTheirOwnPeriods(t *testing.T) {
 	if uid := recvUID(t, m); uid != pod.UID {
 		t.Fatalf("update for %q", uid)
 	}
-	waitFor(t, "three timers", func() bool { return clk.Waiters() == 3 })
+	eventually.True(t, "three timers", func() bool { return clk.Waiters() == 3 })
 	for _, tick := range []struct {
 		step             time.Duration
 		ready, live, prx int
@@ -77,7 +67,7 @@ func TestWorkersTickAtTheirOwnPeriods(t *testing.T) {
 		{1 * time.Second, 3, 2, 2}, // t=7
 	} {
 		clk.Step(tick.step)
-		waitFor(t, fmt.Sprintf("probes at %v", clk.Since(t0)), func() bool {
+		eventually.True(t, fmt.Sprintf("probes at %v", clk.Since(t0)), func() bool {
 			return s.count("app", Readiness) == tick.ready && s.count("app", Liveness) == tick.live && s.count("proxy", Readiness) == tick.prx && clk.Waiters() == 3
 		})
 	}
@@ -91,11 +81,11 @@ func TestWorkersTickAtTheirOwnPeriods(t *testing.T) {
 	if uid := recvUID(t, m); uid != pod.UID {
 		t.Fatalf("update for %q", uid)
 	}
-	waitFor(t, "liveness verdict", func() bool { f, _ := m.Liveness(pod.UID, "app", "c1"); return f })
+	eventually.True(t, "liveness verdict", func() bool { f, _ := m.Liveness(pod.UID, "app", "c1"); return f })
 
 	// Removing the pod ends its workers: no timers left.
 	m.RemovePod(pod.UID)
-	waitFor(t, "workers gone", func() bool { return clk.Waiters() == 0 })
+	eventually.True(t, "workers gone", func() bool { return clk.Waiters() == 0 })
 }
 
 func TestUpdatesCoalescePerPod(t *testing.T) {
@@ -163,7 +153,7 @@ func TestHTTPReadinessAndTCPLivenessEndToEnd(t *testing.T) {
 		{ID: "c1", Name: "app", State: container.StateRunning, StartedAt: time.Now()}}}
 	m.UpdatePod(pod, st)
 	ready := func() (bool, bool) { return m.Result(pod.UID)(podstatus.ReadinessProbe, "app", "c1") }
-	waitFor(t, "readiness failure", func() bool { ok, known := ready(); return known && !ok })
+	eventually.True(t, "readiness failure", func() bool { ok, known := ready(); return known && !ok })
 	select {
 	case ev := <-rec.Events:
 		if ev != "Warning Unhealthy Readiness probe failed: HTTP probe failed with statuscode: 503" {
@@ -173,7 +163,7 @@ func TestHTTPReadinessAndTCPLivenessEndToEnd(t *testing.T) {
 		t.Fatalf("no event")
 	}
 	unready.Store(false)
-	waitFor(t, "ready", func() bool { ok, _ := ready(); return ok })
+	eventually.True(t, "ready", func() bool { ok, _ := ready(); return ok })
 	if f, _ := m.Liveness(pod.UID, "app", "c1"); f {
 		t.Fatalf("liveness failed against an open port")
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/errdefs"
 	"github.com/gokubelet/kubelet/pkg/provider"
 )
@@ -101,17 +102,6 @@ func originFixture() *fake.Clientset {
 	return c
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // CreatePod copies what the pod references (owned by the target pod),
 // creates the pod in the mapped namespace, and the target's status comes
 // back as the origin's pod through the notifier.
@@ -155,7 +145,7 @@ func TestCreateCopiesAndMirrorsStatus(t *testing.T) {
 	if _, err := target.CoreV1().Pods("vk-shop").UpdateStatus(ctx, tp, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a Running notification", func() bool {
+	eventually.True(t, "a Running notification", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, s := range *seen {
@@ -216,7 +206,7 @@ func TestDelete(t *testing.T) {
 	if err := p.CreatePod(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the informer to see the pod", func() bool { _, err := p.GetPod(ctx, "shop", "web-1"); return err == nil })
+	eventually.True(t, "the informer to see the pod", func() bool { _, err := p.GetPod(ctx, "shop", "web-1"); return err == nil })
 	d := pod.DeepCopy()
 	d.DeletionGracePeriodSeconds = ptrTo(int64(7))
 	if err := p.DeletePod(ctx, d); err != nil {
@@ -232,8 +222,8 @@ func TestDelete(t *testing.T) {
 	if o.GracePeriodSeconds == nil || *o.GracePeriodSeconds != 7 || o.Preconditions == nil || o.Preconditions.UID == nil {
 		t.Errorf("delete options = %+v", o)
 	}
-	waitFor(t, "GetPod NotFound", func() bool { _, err := p.GetPod(ctx, "shop", "web-1"); return errdefs.IsNotFound(err) })
-	waitFor(t, "the last notification", func() bool {
+	eventually.True(t, "GetPod NotFound", func() bool { _, err := p.GetPod(ctx, "shop", "web-1"); return errdefs.IsNotFound(err) })
+	eventually.True(t, "the last notification", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, s := range *seen {

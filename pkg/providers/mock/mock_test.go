@@ -3,6 +3,7 @@ package mock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/errdefs"
 	"github.com/gokubelet/kubelet/pkg/provider"
 	"github.com/gokubelet/kubelet/pkg/provider/providertest"
@@ -98,17 +100,10 @@ func TestExitAnnotations(t *testing.T) {
 	}
 	wait := func(name string, ok func(*v1.Pod) bool) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		eventually.Seen(t, name+" in the state the test wants", func() (bool, string) {
 			got, err := p.GetPod(ctx, "d", name)
-			if err == nil && ok(got) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: last %+v %v", name, got, err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return err == nil && ok(got), fmt.Sprintf("%+v %v", got, err)
+		})
 	}
 	wait("never-ok", func(p *v1.Pod) bool { return p.Status.Phase == v1.PodSucceeded })
 	wait("never-bad", func(p *v1.Pod) bool {

@@ -3,6 +3,7 @@ package instrumented
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
 )
@@ -145,18 +147,13 @@ func TestImageService(t *testing.T) {
 		t.Errorf("events = %+v", obs.events)
 	}
 	// The successful pull is timed by image size, in the background.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		f := scrape(t)
-		if f.Sum("kubelet_image_pull_duration_seconds", nil)-before.Sum("kubelet_image_pull_duration_seconds", nil) == 1 {
-			if d := f.Sum("kubelet_runtime_operations_errors_total", map[string]string{"operation_type": "pull_image"}) - before.Sum("kubelet_runtime_operations_errors_total", map[string]string{"operation_type": "pull_image"}); d != 1 {
-				t.Errorf("pull errors grew by %v", d)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubelet_image_pull_duration_seconds not observed; have %v", f.Find("kubelet_image_pull_duration_seconds", nil))
-		}
-		time.Sleep(10 * time.Millisecond)
+	var f metricstest.Families
+	eventually.Seen(t, "kubelet_image_pull_duration_seconds observed", func() (bool, string) {
+		f = scrape(t)
+		return f.Sum("kubelet_image_pull_duration_seconds", nil)-before.Sum("kubelet_image_pull_duration_seconds", nil) == 1,
+			fmt.Sprint(f.Find("kubelet_image_pull_duration_seconds", nil))
+	})
+	if d := f.Sum("kubelet_runtime_operations_errors_total", map[string]string{"operation_type": "pull_image"}) - before.Sum("kubelet_runtime_operations_errors_total", map[string]string{"operation_type": "pull_image"}); d != 1 {
+		t.Errorf("pull errors grew by %v", d)
 	}
 }

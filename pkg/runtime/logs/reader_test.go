@@ -16,6 +16,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 )
 
 var t0 = time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -212,17 +214,6 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func appendTo(t *testing.T, path string, lines ...string) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
@@ -245,12 +236,12 @@ func TestFollowAcrossRotationUntilTheContainerStops(t *testing.T) {
 	go func() {
 		done <- Read(context.Background(), path, Options{Follow: true, TailLines: 1}, out, out, running.Load)
 	}()
-	waitFor(t, "the tail", func() bool { return out.String() == "old-2\n" })
+	eventually.True(t, "the tail", func() bool { return out.String() == "old-2\n" })
 
 	// A line written in two writes, the first without its newline.
 	appendTo(t, path, at(3)+" stdout P par")
 	appendTo(t, path, "t-\n", cri(3, "stdout", "F", "one"))
-	waitFor(t, "appended lines", func() bool { return out.String() == "old-2\npart-one\n" })
+	eventually.True(t, "appended lines", func() bool { return out.String() == "old-2\npart-one\n" })
 
 	// Rotation as upstream does it: rename, then the runtime reopens a new
 	// file at the same path. Lines written to the old file just before
@@ -260,7 +251,7 @@ func TestFollowAcrossRotationUntilTheContainerStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendTo(t, path, cri(5, "stdout", "F", "new-file"))
-	waitFor(t, "lines across the rotation", func() bool {
+	eventually.True(t, "lines across the rotation", func() bool {
 		return out.String() == "old-2\npart-one\nbefore-rename\nnew-file\n"
 	})
 
@@ -269,7 +260,7 @@ func TestFollowAcrossRotationUntilTheContainerStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendTo(t, path, cri(6, "stderr", "F", "after-truncate"))
-	waitFor(t, "lines after truncation", func() bool {
+	eventually.True(t, "lines after truncation", func() bool {
 		return strings.HasSuffix(out.String(), "new-file\nafter-truncate\n")
 	})
 
@@ -298,7 +289,7 @@ func TestFollowEndsWithTheContext(t *testing.T) {
 	go func() {
 		done <- Read(ctx, path, Options{Follow: true, TailLines: -1}, out, out, func() bool { return true })
 	}()
-	waitFor(t, "the log", func() bool { return out.String() == "x\n" })
+	eventually.True(t, "the log", func() bool { return out.String() == "x\n" })
 	cancel()
 	select {
 	case err := <-done:
@@ -318,7 +309,7 @@ func TestFollowStopsAtTheByteLimit(t *testing.T) {
 	go func() {
 		done <- Read(context.Background(), path, Options{Follow: true, TailLines: -1, LimitBytes: 6}, out, out, func() bool { return true })
 	}()
-	waitFor(t, "the log", func() bool { return out.String() == "abc\n" })
+	eventually.True(t, "the log", func() bool { return out.String() == "abc\n" })
 	appendTo(t, path, cri(2, "stdout", "F", "defgh"))
 	select {
 	case err := <-done:

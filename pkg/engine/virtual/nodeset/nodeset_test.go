@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
 	"github.com/gokubelet/kubelet/pkg/node"
@@ -33,21 +34,6 @@ nodes:
 
 const vnB = `- {name: vn-b, provider: mock, port: 10261}
 `
-
-func waitUntil(t *testing.T, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s; last seen: %s", what, seen)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 // The virtual nodes follow their file: at start, a node of this instance
 // the file no longer lists is deleted; the listed ones register and run
@@ -97,7 +83,7 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 		return client.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
 	}
 	for _, name := range []string{"vn-a", "vn-b"} {
-		waitUntil(t, name+" registered Ready", func() (bool, string) {
+		eventually.Seen(t, name+" registered Ready", func() (bool, string) {
 			n, err := getNode(name)
 			if err != nil {
 				return false, err.Error()
@@ -116,7 +102,7 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 		a.Status.DaemonEndpoints.KubeletEndpoint.Port != 10260 || a.Status.Addresses[0].Address != "192.0.2.1" {
 		t.Errorf("vn-a = labels %v port %d addresses %v", a.Labels, a.Status.DaemonEndpoints.KubeletEndpoint.Port, a.Status.Addresses)
 	}
-	waitUntil(t, "the pod Running on vn-b", func() (bool, string) {
+	eventually.Seen(t, "the pod Running on vn-b", func() (bool, string) {
 		p, err := client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -136,7 +122,7 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(vnFile), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "vn-b deleted", func() (bool, string) {
+	eventually.Seen(t, "vn-b deleted", func() (bool, string) {
 		_, err := getNode("vn-b")
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
