@@ -83,20 +83,52 @@ func actionsOf(c *fake.Clientset, verb string) []k8stesting.Action {
 	return out
 }
 
-// settle gives workers a moment to do anything they wrongly would.
-func settle() { time.Sleep(100 * time.Millisecond) }
+// drain does the manager's queued work on the test's goroutine, as one of
+// its workers would, until nothing is queued and no failed write waits to be
+// retried. What the manager wrongly would do, it has then done: a test's
+// "nothing more was written" holds without waiting on a clock. A pod still
+// retrying after maxSyncs writes (at most RetryMax, 5ms, apart) fails the
+// test.
+func drain(t *testing.T, m *Manager) {
+	t.Helper()
+	const maxSyncs = 50
+	ctx := context.Background()
+	for range maxSyncs {
+		if m.queue.Len() == 0 && !retrying(m) {
+			return
+		}
+		// A retry waits out its back-off (RetryBase) before Get returns it.
+		m.processNext(ctx)
+	}
+	t.Fatalf("the status writer still has work after %d syncs", maxSyncs)
+}
 
-func start(t *testing.T, m *Manager) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = m.Start(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+// retrying reports whether a known pod's failed write was queued again
+// with back-off (the rate limiter forgets a pod once its write succeeds).
+func retrying(m *Manager) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for uid := range m.pods {
+		if m.queue.NumRequeues(uid) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// holds drains the manager and fails the test unless cond then holds.
+func holds(t *testing.T, m *Manager, what string, cond func() bool) {
+	t.Helper()
+	drain(t, m)
+	if !cond() {
+		t.Fatalf("the queued work is done, but no %s", what)
+	}
 }
 
 func setup(t *testing.T, objs ...runtime.Object) (*fake.Clientset, *fakeResolver, *Manager) {
 	c := fake.NewSimpleClientset(objs...)
 	r := newFakeResolver(c)
-	m := NewManager(Options{Client: c, Resolver: r, Now: clockAt(&t0), Workers: 2, ReconcilePeriod: time.Hour, RetryBase: time.Millisecond})
+	m := NewManager(Options{Client: c, Resolver: r, Now: clockAt(&t0), Workers: 2, ReconcilePeriod: time.Hour, RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond})
 	return c, r, m
 }
 
@@ -123,9 +155,7 @@ func TestCoalescesToOnePatchWithLatestStatusAndUID(t *testing.T) {
 		st.Message = strings.Repeat("x", i+1)
 		m.SetPodStatus(pod, st)
 	}
-	start(t, m)
-	eventually.True(t, "a patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
-	settle()
+	holds(t, m, "a patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	patches := actionsOf(c, "patch")
 	if len(patches) != 1 {
 		t.Fatalf("%d patches, want 1", len(patches))
@@ -148,12 +178,12 @@ func TestCoalescesToOnePatchWithLatestStatusAndUID(t *testing.T) {
 		s.Message = strings.Repeat("x", 20)
 		return s
 	}())
-	settle()
+	drain(t, m)
 	if n := len(actionsOf(c, "patch")); n != 1 {
 		t.Errorf("unchanged status patched: %d", n)
 	}
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
-	eventually.True(t, "second patch", func() bool { return len(actionsOf(c, "patch")) == 2 })
+	holds(t, m, "second patch", func() bool { return len(actionsOf(c, "patch")) == 2 })
 }
 
 func TestMirrorPodTarget(t *testing.T) {
@@ -161,11 +191,10 @@ func TestMirrorPodTarget(t *testing.T) {
 	static.Annotations = map[string]string{"kubernetes.io/config.source": "file"}
 	mirror := testPod("mirror-uid", "web-node1", v1.RestartPolicyAlways)
 	c, r, m := setup(t, mirror)
-	start(t, m)
 
 	// No mirror pod known yet: nothing is written.
 	m.SetPodStatus(static, statusOf(v1.PodRunning, v1.ConditionTrue))
-	settle()
+	drain(t, m)
 	if n := len(actionsOf(c, "patch")); n != 0 {
 		t.Fatalf("wrote without a mirror pod: %d", n)
 	}
@@ -175,7 +204,7 @@ func TestMirrorPodTarget(t *testing.T) {
 		r.mirror["static-uid"] = true
 	})
 	m.Reconcile()
-	eventually.True(t, "mirror patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	holds(t, m, "mirror patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	p := patchOf(t, actionsOf(c, "patch")[0])
 	if uid := p["metadata"].(map[string]any)["uid"]; uid != "mirror-uid" {
 		t.Errorf("patch must carry the mirror pod's uid, got %v", uid)
@@ -191,15 +220,13 @@ func TestFinalDeleteOnlyWhenAllowedAndOnce(t *testing.T) {
 		r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"}
 		r.terminated["u1"] = false
 	})
-	start(t, m)
 
 	// Still terminating: the terminal phase is held back, no delete.
 	m.SetPodStatus(pod, statusOf(v1.PodFailed, v1.ConditionFalse))
-	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	holds(t, m, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	if ph := patchOf(t, actionsOf(c, "patch")[0])["status"].(map[string]any)["phase"]; ph == "Failed" {
 		t.Errorf("terminal phase written before the pod finished terminating")
 	}
-	settle()
 	if n := len(actionsOf(c, "delete")); n != 0 {
 		t.Fatalf("deleted too early: %d", n)
 	}
@@ -207,11 +234,10 @@ func TestFinalDeleteOnlyWhenAllowedAndOnce(t *testing.T) {
 	// Terminated: the phase is written, but containers are not gone yet.
 	r.set(func(r *fakeResolver) { r.terminated["u1"] = true })
 	m.Sync("u1")
-	eventually.True(t, "terminal patch", func() bool {
+	holds(t, m, "terminal patch", func() bool {
 		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
 		return got.(*v1.Pod).Status.Phase == v1.PodFailed
 	})
-	settle()
 	if n := len(actionsOf(c, "delete")); n != 0 {
 		t.Fatalf("deleted before CanBeDeleted: %d", n)
 	}
@@ -219,14 +245,14 @@ func TestFinalDeleteOnlyWhenAllowedAndOnce(t *testing.T) {
 	// Cleaned up: one delete, grace 0, UID precondition.
 	r.set(func(r *fakeResolver) { r.deletable["u1"] = true })
 	m.Sync("u1")
-	eventually.True(t, "delete", func() bool { return len(actionsOf(c, "delete")) == 1 })
+	holds(t, m, "delete", func() bool { return len(actionsOf(c, "delete")) == 1 })
 	d := actionsOf(c, "delete")[0].(k8stesting.DeleteAction).GetDeleteOptions()
 	if d.GracePeriodSeconds == nil || *d.GracePeriodSeconds != 0 || d.Preconditions == nil || d.Preconditions.UID == nil || *d.Preconditions.UID != "u1" {
 		t.Errorf("delete options %+v", d)
 	}
 	m.Sync("u1")
 	m.SetPodStatus(pod, statusOf(v1.PodFailed, v1.ConditionFalse))
-	settle()
+	drain(t, m)
 	if n := len(actionsOf(c, "delete")); n != 1 {
 		t.Errorf("%d deletes, want 1", n)
 	}
@@ -243,10 +269,8 @@ func TestMirrorPodNeverDeleted(t *testing.T) {
 		r.mirror["static-uid"] = true
 		r.deletable["static-uid"] = true
 	})
-	start(t, m)
 	m.SetPodStatus(static, statusOf(v1.PodSucceeded, v1.ConditionFalse))
-	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
-	settle()
+	holds(t, m, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	if n := len(actionsOf(c, "delete")); n != 0 {
 		t.Errorf("mirror pod deleted")
 	}
@@ -271,11 +295,9 @@ func TestNotFoundDropsAndConflictRetries(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	start(t, m)
 
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionFalse))
-	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
-	settle()
+	holds(t, m, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	if n := len(actionsOf(c, "patch")); n != 1 {
 		t.Fatalf("NotFound retried: %d patches", n)
 	}
@@ -284,7 +306,7 @@ func TestNotFoundDropsAndConflictRetries(t *testing.T) {
 	mode = "conflict"
 	mu.Unlock()
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
-	eventually.True(t, "retry after conflict", func() bool {
+	holds(t, m, "retry after conflict", func() bool {
 		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
 		return got.(*v1.Pod).Status.Phase == v1.PodRunning
 	})
@@ -301,10 +323,8 @@ func TestConflictFromRecreatedPodIsDropped(t *testing.T) {
 	c.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, testPod("u2", "p", v1.RestartPolicyAlways), nil
 	})
-	start(t, m)
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionFalse))
-	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
-	settle()
+	holds(t, m, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 	if n := len(actionsOf(c, "patch")); n != 1 {
 		t.Errorf("kept writing a re-created pod: %d patches", n)
 	}
@@ -314,13 +334,12 @@ func TestReconcileRepairsAPIStatus(t *testing.T) {
 	pod := testPod("u1", "p", v1.RestartPolicyAlways)
 	c, r, m := setup(t, pod)
 	r.set(func(r *fakeResolver) { r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"} })
-	start(t, m)
 	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
-	eventually.True(t, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	holds(t, m, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
 
 	// In sync: reconcile writes nothing.
 	m.Reconcile()
-	settle()
+	drain(t, m)
 	if n := len(actionsOf(c, "patch")); n != 1 {
 		t.Fatalf("reconcile of an in-sync pod patched: %d", n)
 	}
@@ -334,7 +353,7 @@ func TestReconcileRepairsAPIStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.Reconcile()
-	eventually.True(t, "repair", func() bool {
+	holds(t, m, "repair", func() bool {
 		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
 		return got.(*v1.Pod).Status.Phase == v1.PodRunning
 	})
@@ -369,5 +388,29 @@ func TestForAPIWritesResizeConditions(t *testing.T) {
 		if !got[k] {
 			t.Errorf("condition %s missing from %v", k, out.Conditions)
 		}
+	}
+}
+
+// Start runs the workers that do the queued writes and returns once its
+// context ends.
+func TestStartWritesAndStops(t *testing.T) {
+	pod := testPod("u1", "p", v1.RestartPolicyAlways)
+	c, r, m := setup(t, pod)
+	r.set(func(r *fakeResolver) { r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"} })
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+
+	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
+	eventually.True(t, "a worker's patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	case <-time.After(eventually.Limit):
+		t.Fatal("Start did not return after its context ended")
 	}
 }
