@@ -77,8 +77,14 @@ func TestMergerSeenAllSources(t *testing.T) {
 	}
 
 	send(t, api, PodUpdate{Op: SET, Source: podspec.SourceAPI, Pods: []*v1.Pod{pod("a", "a")}})
-	// The source is not seen until its pods have been received.
-	time.Sleep(10 * time.Millisecond)
+	// The source is not seen until its pods have been received, not even
+	// once the merger has turned its set into the ADD it holds for us.
+	eventually.True(t, "the api set diffed", func() bool {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		_, pending := m.pending[podspec.SourceAPI]
+		return !pending && len(m.known[podspec.SourceAPI]) == 1
+	})
 	if m.SeenAllSources(podspec.SourceAPI) {
 		t.Fatal("api seen before its ADD was received")
 	}

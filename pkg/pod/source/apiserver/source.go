@@ -112,13 +112,21 @@ func (s *Source) Start(ctx context.Context) error {
 			return nil
 		case <-s.dirty:
 		}
-		pods := s.snapshot()
-		select {
-		case s.updates <- podconfig.PodUpdate{Op: podconfig.SET, Source: podspec.SourceAPI, Pods: pods}:
-			logger.V(4).Info("Sent pods", "count", len(pods))
-		case <-ctx.Done():
+		if !s.send(ctx, s.snapshot()) {
 			return nil
 		}
+	}
+}
+
+// send hands the consumer the node's pods as one SET; false when ctx ended
+// first, for a consumer that is gone must not hold the source.
+func (s *Source) send(ctx context.Context, pods []*v1.Pod) bool {
+	select {
+	case s.updates <- podconfig.PodUpdate{Op: podconfig.SET, Source: podspec.SourceAPI, Pods: pods}:
+		klog.FromContext(ctx).V(4).Info("Sent pods", "count", len(pods))
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
