@@ -81,10 +81,11 @@ func TestStagesStartAfterReadinessAndStopInReverse(t *testing.T) {
 	go func() { done <- g.Run(ctx) }()
 
 	eventually.True(t, "a to start", func() bool { return contains(rec.get(), "start a") })
-	// b must wait for a's readiness. Nothing forces the scheduler, so give
-	// it a real chance to start b early: wait until a is blocked, then
-	// check b has not started.
-	time.Sleep(20 * time.Millisecond)
+	// b must wait for a's readiness: once the group and every part it
+	// started wait, nothing more starts until a is released.
+	eventually.Seen(t, "the group and its parts waiting", func() (bool, string) {
+		return eventually.Settled("runnable.(*Group).Run")
+	})
 	if contains(rec.get(), "start b") {
 		t.Fatalf("stage 2 started before stage 1 was ready: %v", rec.get())
 	}

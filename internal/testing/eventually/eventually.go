@@ -1,6 +1,9 @@
 // Package eventually is the unit tests' bounded wait: it polls a condition
 // until it holds and fails the test, naming what it waited for and the last
-// state it saw, when the condition does not hold within Limit.
+// state it saw, when the condition does not hold within Limit. BlockedIn and
+// Settled are conditions on this process's goroutines, for tests that check
+// nothing more happened: they wait for the moment from which nothing can,
+// rather than sleeping.
 //
 // Only _test.go files import it (its own test checks that no package's code
 // does). A wait is a failure bound, never a performance goal: tests that

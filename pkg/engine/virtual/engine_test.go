@@ -121,6 +121,15 @@ func newMockHarness(t *testing.T, mc mock.Config, cfg Config, objs ...runtime.Ob
 	return start(t, client, m, cfg), m
 }
 
+// workersIdle waits until every pod worker waits for work: what was queued
+// before has been synced.
+func workersIdle(t *testing.T) {
+	t.Helper()
+	eventually.Seen(t, "the pod workers idle", func() (bool, string) {
+		return eventually.Settled("virtual.(*Engine).runWorkers")
+	})
+}
+
 func testPod(name string) *v1.Pod {
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Generation: 1},
@@ -321,8 +330,12 @@ func TestInvalidCreateFailsPod(t *testing.T) {
 	if p.Status.Reason != ReasonCreateFailed || !strings.Contains(p.Status.Message, "injected failure") {
 		t.Errorf("status = %s %q", p.Status.Reason, p.Status.Message)
 	}
-	// Let any wrongly queued retry happen before counting.
-	time.Sleep(200 * time.Millisecond)
+	// Once the workers wait for work, a wrongly queued retry is either
+	// waiting out its back-off (counted as a requeue) or done.
+	workersIdle(t)
+	if n := h.eng.queue.NumRequeues(keyOf("default", "web")); n != 0 {
+		t.Errorf("the pod's sync was queued again %d times after an invalid create", n)
+	}
 	if n := m.Calls("CreatePod"); n != 1 {
 		t.Errorf("CreatePod called %d times, want 1 (an invalid pod is not retried)", n)
 	}
@@ -347,7 +360,11 @@ func TestOrphansOfThisNodeOnly(t *testing.T) {
 		_, err := m.GetPod(ctx, "default", "orphan")
 		return err != nil, fmt.Sprint(err)
 	})
-	time.Sleep(150 * time.Millisecond) // a few more resyncs
+	// A list that began after the orphan went has ended once the next one
+	// begins; what it queued is done once the workers wait again.
+	lists := m.Calls("ListPods")
+	eventually.True(t, "two more lists of the provider's pods", func() bool { return m.Calls("ListPods") >= lists+2 })
+	workersIdle(t)
 	if _, err := m.GetPod(ctx, "default", "other"); err != nil {
 		t.Errorf("another node's pod was deleted: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -270,23 +269,9 @@ func TestRunStopsWhileBlockedOnSend(t *testing.T) {
 	client := fake.NewClientset(pod("a", "p1", node))
 	_, stop := start(t, client)
 	eventually.True(t, "the source blocked sending its first set", func() bool {
-		return blockedIn("apiserver.(*Source).send(")
+		return eventually.BlockedIn("apiserver.(*Source).send")
 	})
 	stop() // must return although nobody reads
-}
-
-// blockedIn reports whether a goroutine of this process waits in a select
-// or a channel send inside the function whose traceback frame starts with fn.
-func blockedIn(fn string) bool {
-	buf := make([]byte, 1<<20)
-	buf = buf[:goruntime.Stack(buf, true)]
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		head, _, _ := strings.Cut(g, "\n")
-		if (strings.Contains(head, "[select") || strings.Contains(head, "[chan send")) && strings.Contains(g, fn) {
-			return true
-		}
-	}
-	return false
 }
 
 func TestRunRejectsEmptyNodeName(t *testing.T) {
