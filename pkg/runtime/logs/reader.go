@@ -127,14 +127,15 @@ func read(ctx context.Context, path string, opts Options, w *writer, alive func(
 		return err
 	}
 	defer func() { cur.Close() }()
-	r := bufio.NewReader(cur)
+	t := &tracked{File: cur}
+	r := bufio.NewReader(t)
 	if err := h.scan(r, false); err != nil {
 		return err
 	}
 	if err := h.finish(); err != nil || !opts.Follow {
 		return err
 	}
-	return follow(ctx, path, cur, r, h, alive)
+	return follow(ctx, path, t, r, h, alive)
 }
 
 // history reads complete log content before a follow starts; with a tail
@@ -237,7 +238,9 @@ func (h *history) finish() error {
 
 // follow streams what is appended to the file at path, reopening it when
 // it is rotated (renamed and recreated) or truncated.
-func follow(ctx context.Context, path string, cur *os.File, r *bufio.Reader, h *history, alive func() bool) error {
+func follow(ctx context.Context, path string, cur *tracked, r *bufio.Reader, h *history, alive func() bool) error {
+	// The file follow ends on may be one it opened after a rotation.
+	defer func() { cur.Close() }()
 	watcher, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watching the log: %w", err)
@@ -263,7 +266,7 @@ func follow(ctx context.Context, path string, cur *os.File, r *bufio.Reader, h *
 			next, err := os.Open(path)
 			if err == nil {
 				cur.Close()
-				cur = next
+				cur = &tracked{File: next}
 				r.Reset(cur)
 				continue
 			}
@@ -272,7 +275,7 @@ func follow(ctx context.Context, path string, cur *os.File, r *bufio.Reader, h *
 			}
 			// Not recreated yet: wait below.
 		case truncated:
-			if _, err := cur.Seek(0, io.SeekStart); err != nil {
+			if err := cur.rewind(); err != nil {
 				return err
 			}
 			r.Reset(cur)
@@ -290,11 +293,6 @@ func follow(ctx context.Context, path string, cur *os.File, r *bufio.Reader, h *
 			}
 		}
 		timer.Reset(followPoll)
-		// Where the reader stands and the byte it read last: a file
-		// truncated in place and written again past that point before the
-		// next look (copytruncate racing the writer) no longer has that
-		// byte there.
-		pos, last, marked := mark(cur)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -305,8 +303,8 @@ func follow(ctx context.Context, path string, cur *os.File, r *bufio.Reader, h *
 			}
 		case <-watcher.Events:
 		}
-		if marked && !stillThere(cur, pos, last) {
-			if _, err := cur.Seek(0, io.SeekStart); err != nil {
+		if cur.rewritten() {
+			if err := cur.rewind(); err != nil {
 				return err
 			}
 			r.Reset(cur)
@@ -315,27 +313,46 @@ func follow(ctx context.Context, path string, cur *os.File, r *bufio.Reader, h *
 	}
 }
 
-// mark returns the reader's position in the file and the byte before it.
-func mark(f *os.File) (int64, byte, bool) {
-	pos, err := f.Seek(0, io.SeekCurrent)
-	if err != nil || pos == 0 {
-		return 0, 0, false
-	}
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], pos-1); err != nil {
-		return 0, 0, false
-	}
-	return pos, b[0], true
+// tracked reads a log file and remembers the last byte it returned and
+// where: a file truncated in place and written again past that point
+// (copytruncate racing the writer), before or while the follower looks, no
+// longer holds that byte there. The byte is the one read, not one looked up
+// later, so a rewrite between the read and the look is seen too.
+type tracked struct {
+	*os.File
+	pos  int64 // bytes read since the file was opened or rewound
+	last byte
 }
 
-// stillThere reports whether the byte before pos is still last (a file
-// cut shorter than pos has lost it).
-func stillThere(f *os.File, pos int64, last byte) bool {
-	var b [1]byte
-	if _, err := f.ReadAt(b[:], pos-1); err != nil {
+func (t *tracked) Read(p []byte) (int, error) {
+	n, err := t.File.Read(p)
+	if n > 0 {
+		t.pos += int64(n)
+		t.last = p[n-1]
+	}
+	return n, err
+}
+
+// rewind reads the file from its start again.
+func (t *tracked) rewind() error {
+	if _, err := t.File.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	t.pos, t.last = 0, 0
+	return nil
+}
+
+// rewritten reports whether the byte read last is no longer where it was
+// read: the file was cut shorter, or cut and written again.
+func (t *tracked) rewritten() bool {
+	if t.pos == 0 {
 		return false
 	}
-	return b[0] == last
+	var b [1]byte
+	if _, err := t.File.ReadAt(b[:], t.pos-1); err != nil {
+		return true
+	}
+	return b[0] != t.last
 }
 
 type fileChange int
@@ -346,7 +363,7 @@ const (
 	truncated
 )
 
-func fileState(cur *os.File, path string) fileChange {
+func fileState(cur *tracked, path string) fileChange {
 	st, err := os.Stat(path)
 	if err != nil {
 		return replaced
@@ -358,7 +375,7 @@ func fileState(cur *os.File, path string) fileChange {
 	if !os.SameFile(st, open) {
 		return replaced
 	}
-	if pos, err := cur.Seek(0, io.SeekCurrent); err == nil && st.Size() < pos {
+	if st.Size() < cur.pos {
 		return truncated
 	}
 	return same

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -367,6 +368,58 @@ func TestOneWritePerMessage(t *testing.T) {
 			}
 			if strings.Join(w.got, "|") != strings.Join(tc.want, "|") {
 				t.Errorf("writes %q, want %q", w.got, tc.want)
+			}
+		})
+	}
+}
+
+// The follower's check for a file rewritten under it compares the byte it
+// read last with what the file holds there now, so a truncation followed by
+// a longer write, both before the follower looks, is still seen.
+func TestTrackedSeesRewrites(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(path string)
+		rewrite bool
+	}{
+		{name: "unchanged", change: func(string) {}},
+		{name: "appended", change: func(p string) { appendTo(t, p, "more\n") }},
+		{name: "truncated", change: func(p string) {
+			if err := os.Truncate(p, 0); err != nil {
+				t.Fatal(err)
+			}
+		}, rewrite: true},
+		{name: "truncated and written past the old end", change: func(p string) {
+			if err := os.Truncate(p, 0); err != nil {
+				t.Fatal(err)
+			}
+			appendTo(t, p, "a longer first line\n")
+		}, rewrite: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "0.log")
+			appendTo(t, path, "one\n", "two\n")
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			tr := &tracked{File: f}
+			if b, err := io.ReadAll(tr); err != nil || string(b) != "one\ntwo\n" {
+				t.Fatalf("read %q, %v", b, err)
+			}
+			tt.change(path)
+			if got := tr.rewritten(); got != tt.rewrite {
+				t.Fatalf("rewritten() = %v, want %v", got, tt.rewrite)
+			}
+			if tt.rewrite {
+				if err := tr.rewind(); err != nil {
+					t.Fatal(err)
+				}
+				if tr.rewritten() {
+					t.Error("rewritten() after rewind")
+				}
 			}
 		})
 	}
