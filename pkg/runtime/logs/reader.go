@@ -360,9 +360,11 @@ type fileChange int
 const (
 	same fileChange = iota
 	replaced
-	truncated
+	truncated // in place, possibly written again: read it from the start
 )
 
+// fileState tells whether the log at path is still the file being read,
+// and whether that file still holds what was read of it.
 func fileState(cur *tracked, path string) fileChange {
 	st, err := os.Stat(path)
 	if err != nil {
@@ -375,7 +377,7 @@ func fileState(cur *tracked, path string) fileChange {
 	if !os.SameFile(st, open) {
 		return replaced
 	}
-	if st.Size() < cur.pos {
+	if cur.rewritten() {
 		return truncated
 	}
 	return same
