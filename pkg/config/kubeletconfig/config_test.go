@@ -132,44 +132,68 @@ func TestDefaultsDependOnOtherFields(t *testing.T) {
 	}
 }
 
+// TestDecodeConfig: strict first, then, on strict errors only, lenient
+// with the problems named (upstream v1.37's codec); any other problem is
+// refused.
 func TestDecodeConfig(t *testing.T) {
 	tests := []struct {
-		name    string
-		data    string
-		wantErr []string // substrings
+		name string
+		data string
+		// wantMaxPods is checked when the data decodes.
+		wantMaxPods  int32
+		wantProblems []string // each a substring of one problem, in order
+		wantErr      []string // substrings; the data is refused
 	}{
-		{"yaml ok", header + "maxPods: 20\nsyncFrequency: 30s\n", nil},
-		{"json ok", `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","maxPods":20}`, nil},
-		{"unknown field", header + "maxPods: 20\nfooBar: 1\n", []string{`unknown field "fooBar"`}},
-		{"unknown nested field", header + "authentication:\n  anonymous:\n    enabeld: true\n", []string{`authentication.anonymous.enabeld`}},
-		{"two unknown fields", header + "a: 1\nb: 2\n", []string{`"a"`, `"b"`}},
-		{"wrong case", header + "MaxPods: 20\n", []string{`MaxPods`}},
-		{"duplicate field", header + "maxPods: 20\nmaxPods: 30\n", []string{"maxPods"}},
-		{"wrong kind", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeProxyConfiguration\n", []string{`"KubeProxyConfiguration"`}},
-		{"wrong version", "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n", []string{`"kubelet.config.k8s.io/v1"`}},
-		{"missing header", "maxPods: 20\n", []string{"apiVersion"}},
-		{"empty", "  \n", []string{"empty"}},
-		{"bad type", header + "maxPods: lots\n", []string{"maxPods"}},
-		{"bad yaml", header + "maxPods: [\n", []string{"parse"}},
+		{name: "yaml ok", data: header + "maxPods: 20\nsyncFrequency: 30s\n", wantMaxPods: 20},
+		{name: "json ok", data: `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","maxPods":20}`, wantMaxPods: 20},
+		{name: "field of a newer kubelet", data: header + "maxPods: 20\ntlsCurvePreferences: [23]\n", wantMaxPods: 20,
+			wantProblems: []string{`unknown field "tlsCurvePreferences"`}},
+		{name: "unknown field", data: header + "maxPods: 20\nfooBar: 1\n", wantMaxPods: 20, wantProblems: []string{`unknown field "fooBar"`}},
+		{name: "unknown nested field", data: header + "maxPods: 20\nauthentication:\n  anonymous:\n    enabeld: true\n", wantMaxPods: 20,
+			wantProblems: []string{`unknown field "authentication.anonymous.enabeld"`}},
+		{name: "two unknown fields", data: header + "maxPods: 20\na: 1\nb: 2\n", wantMaxPods: 20, wantProblems: []string{`"a"`, `"b"`}},
+		{name: "wrong case is unknown, not applied", data: header + "maxPods: 20\nMaxPods: 30\n", wantMaxPods: 20, wantProblems: []string{`unknown field "MaxPods"`}},
+		{name: "duplicate field: the last wins", data: header + "maxPods: 30\nmaxPods: 20\n", wantMaxPods: 20, wantProblems: []string{`duplicate field "maxPods" (line 4)`}},
+		{name: "duplicate json field", data: `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","maxPods":1,"maxPods":20}`, wantMaxPods: 20,
+			wantProblems: []string{`duplicate field "maxPods"`}},
+		{name: "unknown and duplicate", data: header + "maxPods: 20\nx: 1\nport: 1\nport: 2\n", wantMaxPods: 20,
+			wantProblems: []string{`duplicate field "port"`, `unknown field "x"`}},
+		// Invalid values are still refused, naming the field.
+		{name: "bad type", data: header + "maxPods: lots\n", wantErr: []string{"maxPods"}},
+		{name: "bad type beside an unknown field", data: header + "x: 1\nmaxPods: lots\n", wantErr: []string{"maxPods"}},
+		{name: "bad nested type", data: header + "authentication:\n  anonymous:\n    enabled: sometimes\n", wantErr: []string{"authentication.anonymous.enabled"}},
+		{name: "wrong kind", data: "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeProxyConfiguration\n", wantErr: []string{`"KubeProxyConfiguration"`}},
+		{name: "wrong version", data: "apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n", wantErr: []string{`"kubelet.config.k8s.io/v1"`}},
+		{name: "missing header", data: "maxPods: 20\n", wantErr: []string{"apiVersion"}},
+		{name: "empty", data: "  \n", wantErr: []string{"empty"}},
+		{name: "bad yaml", data: header + "maxPods: [\n", wantErr: []string{"parse"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := DecodeConfig([]byte(tc.data))
-			if len(tc.wantErr) == 0 {
-				if err != nil {
-					t.Fatalf("unexpected error: %v", err)
+			cfg, problems, err := DecodeConfig([]byte(tc.data))
+			if len(tc.wantErr) > 0 {
+				if err == nil {
+					t.Fatalf("expected an error, got %+v (problems %q)", cfg, problems)
 				}
-				if cfg.MaxPods != 20 {
-					t.Errorf("maxPods = %d", cfg.MaxPods)
+				for _, w := range tc.wantErr {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not contain %q", err, w)
+					}
 				}
 				return
 			}
-			if err == nil {
-				t.Fatal("expected an error")
+			if err != nil {
+				t.Fatalf("unexpected error: %v", err)
 			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not contain %q", err, w)
+			if cfg.MaxPods != tc.wantMaxPods {
+				t.Errorf("maxPods = %d, want %d", cfg.MaxPods, tc.wantMaxPods)
+			}
+			if len(problems) != len(tc.wantProblems) {
+				t.Fatalf("problems %q, want %q", problems, tc.wantProblems)
+			}
+			for i, w := range tc.wantProblems {
+				if !strings.Contains(problems[i], w) {
+					t.Errorf("problem %d %q does not contain %q", i, problems[i], w)
 				}
 			}
 		})
@@ -178,9 +202,12 @@ func TestDecodeConfig(t *testing.T) {
 
 func TestLoadConfigFile(t *testing.T) {
 	p := writeFile(t, "kubelet.yaml", header+"staticPodPath: manifests\ntlsCertFile: /abs/cert\nmaxPods: 7\n")
-	cfg, err := LoadConfigFile(p)
+	cfg, warns, err := LoadConfigFile(p)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(warns) != 0 {
+		t.Errorf("warnings for a strict file: %q", warns)
 	}
 	if want := filepath.Join(filepath.Dir(p), "manifests"); cfg.StaticPodPath != want {
 		t.Errorf("staticPodPath = %q, want %q", cfg.StaticPodPath, want)
@@ -192,12 +219,24 @@ func TestLoadConfigFile(t *testing.T) {
 		t.Errorf("file value or default lost: maxPods=%d port=%d", cfg.MaxPods, cfg.Port)
 	}
 
-	bad := writeFile(t, "bad.yaml", header+"nope: 1\n")
-	_, err = LoadConfigFile(bad)
-	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), `"nope"`) {
+	lenient := writeFile(t, "lenient.yaml", header+"nope: 1\nmaxPods: 9\n")
+	cfg, warns, err = LoadConfigFile(lenient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.MaxPods != 9 || cfg.Port != 10250 {
+		t.Errorf("leniently decoded file: maxPods=%d port=%d", cfg.MaxPods, cfg.Port)
+	}
+	if len(warns) != 1 || !strings.Contains(warns[0], lenient) || !strings.Contains(warns[0], `unknown field "nope"`) {
+		t.Errorf("the warning must name the file and the field, got %q", warns)
+	}
+
+	bad := writeFile(t, "bad.yaml", header+"nope: 1\nmaxPods: many\n")
+	_, _, err = LoadConfigFile(bad)
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "maxPods") {
 		t.Errorf("error must name the file and the field, got %v", err)
 	}
-	_, err = LoadConfigFile(filepath.Join(t.TempDir(), "missing.yaml"))
+	_, _, err = LoadConfigFile(filepath.Join(t.TempDir(), "missing.yaml"))
 	if err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Errorf("missing file: %v", err)
 	}
@@ -218,9 +257,9 @@ func TestUnimplementedFieldWarnings(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := DecodeConfig([]byte(tc.data))
-			if err != nil {
-				t.Fatal(err)
+			cfg, problems, err := DecodeConfig([]byte(tc.data))
+			if err != nil || len(problems) > 0 {
+				t.Fatal(err, problems)
 			}
 			SetDefaults(cfg)
 			got := UnimplementedFields(cfg)

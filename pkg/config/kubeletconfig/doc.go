@@ -5,11 +5,13 @@
 // The order of operations is the contract, and it mirrors the upstream
 // kubelet so that a file and flags that work there work here:
 //
-//  1. The file named by --config is decoded strictly (DecodeConfig /
-//     LoadConfigFile): apiVersion and kind must be
-//     kubelet.config.k8s.io/v1beta1 KubeletConfiguration, an unknown or
-//     duplicated field is an error naming the field and the file, and
-//     relative paths in the file are resolved against the file's folder.
+//  1. The file named by --config is decoded as the upstream kubelet v1.37
+//     decodes it (DecodeConfig / LoadConfigFile): apiVersion and kind must
+//     be kubelet.config.k8s.io/v1beta1 KubeletConfiguration; decoding is
+//     strict first, and when it fails only on unknown or duplicated
+//     fields, lenient, with a warning naming each such field and the
+//     file. Relative paths in the file are resolved against the file's
+//     folder. Then the drop-ins of --config-dir are merged (MergeDropIns).
 //  2. Upstream v1beta1 defaults are applied (SetDefaults). Without a file,
 //     the configuration is the defaulted empty object.
 //  3. Flags the user set explicitly override the matching fields

@@ -19,7 +19,8 @@ import (
 const DropInExtension = ".conf"
 
 // MergeDropIns applies the drop-in files of dir onto cfg (the defaulted
-// --config file, or the defaults) as the upstream kubelet v1.34 does:
+// --config file, or the defaults) as the upstream kubelet v1.37 does
+// (cmd/kubelet/app/server.go, mergeKubeletConfigurations):
 //
 //   - the files are those ending in ".conf" anywhere under dir
 //     (subdirectories included), taken in the lexical order of their paths
@@ -35,9 +36,10 @@ const DropInExtension = ".conf"
 //
 // Relative paths in a drop-in are not resolved against its directory
 // (upstream leaves them relative to the kubelet's working directory).
-// Upstream silently ignores fields it does not know in a drop-in; this
-// kubelet accepts them too but returns a warning naming each. It returns
-// the files applied, in order.
+// A duplicated field in a drop-in is an error, as upstream. Upstream
+// silently ignores fields it does not know in a drop-in; this kubelet
+// accepts them too but returns a warning naming each. It returns the files
+// applied, in order.
 func MergeDropIns(cfg *kubeletv1beta1.KubeletConfiguration, dir string) (*kubeletv1beta1.KubeletConfiguration, []string, []string, error) {
 	base, err := json.Marshal(cfg)
 	if err != nil {
@@ -88,9 +90,15 @@ func loadDropIn(path string) ([]byte, []string, error) {
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return nil, nil, errors.New("the file is empty")
 	}
-	js, err := yaml.YAMLToJSONStrict(data)
+	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, nil, fmt.Errorf("cannot parse: %w", err)
+	}
+	// Upstream decodes a drop-in strictly into an unstructured object:
+	// a duplicated field is an error there (no lenient fallback), an
+	// unknown one is not.
+	if _, err := yaml.YAMLToJSONStrict(data); err != nil {
+		return nil, nil, fmt.Errorf("strict decoding failed: %s (the upstream kubelet refuses a drop-in with a duplicated field too)", strings.Join(duplicateKeyProblems(err), ", "))
 	}
 	var meta struct {
 		APIVersion string `json:"apiVersion"`

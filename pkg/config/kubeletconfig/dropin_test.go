@@ -83,12 +83,18 @@ func TestConfigDirErrors(t *testing.T) {
 		"wrong-kind.conf": "apiVersion: v1\nkind: Pod\n",
 		"empty.conf":      "",
 		"bad-yaml.conf":   header + "maxPods: [\n",
+		// Upstream refuses a duplicated field in a drop-in (strict
+		// decoding into an unstructured object, no lenient fallback).
+		"duplicate.conf": header + "maxPods: 3\nmaxPods: 4\n",
 	} {
 		d := filepath.Join(dir, strings.TrimSuffix(name, ".conf"))
 		p := writeIn(t, d, name, content)
 		_, err := NewSettings([]string{"--config-dir", d, "--hostname-override=n1"})
 		if err == nil || !strings.Contains(err.Error(), p) {
 			t.Errorf("%s: error %v, want one naming the file", name, err)
+		}
+		if name == "duplicate.conf" && (err == nil || !strings.Contains(err.Error(), `duplicate field "maxPods"`)) {
+			t.Errorf("%s: error %v, want one naming the field", name, err)
 		}
 	}
 	if _, err := NewSettings([]string{"--config-dir", filepath.Join(dir, "missing"), "--hostname-override=n1"}); err == nil {

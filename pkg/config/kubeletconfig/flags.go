@@ -324,10 +324,12 @@ func (o *Options) Settings() (*Settings, error) {
 		err      error
 	)
 	if o.ConfigFile != "" {
-		cfg, err = LoadConfigFile(o.ConfigFile)
+		var fileWarnings []string
+		cfg, fileWarnings, err = LoadConfigFile(o.ConfigFile)
 		if err != nil {
 			return nil, err
 		}
+		warnings = append(warnings, fileWarnings...)
 	} else {
 		cfg = NewDefaultConfig()
 	}

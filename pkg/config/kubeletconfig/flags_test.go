@@ -180,6 +180,29 @@ func TestSettingsWarnings(t *testing.T) {
 	}
 }
 
+// Regression (issue 22): a KubeletConfiguration of a newer kubelet, with a
+// field this schema lacks (tlsCurvePreferences, 1.35+), was refused with
+// "strict decoding failed: unknown field". It starts, with a warning that
+// names the field and the file; invalid values are still refused.
+func TestNewerFieldIsWarnedNotRefused(t *testing.T) {
+	p := writeFile(t, "k.yaml", header+"tlsCurvePreferences: [23]\nmaxPods: 12\n")
+	s, err := settingsFor(t, "--config", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Config.MaxPods != 12 {
+		t.Errorf("maxPods = %d, want the file's 12", s.Config.MaxPods)
+	}
+	warned := strings.Join(s.Warnings, "\n")
+	if !strings.Contains(warned, `unknown field "tlsCurvePreferences"`) || !strings.Contains(warned, p) {
+		t.Errorf("no warning naming the field and the file: %q", s.Warnings)
+	}
+	bad := writeFile(t, "bad.yaml", header+"tlsCurvePreferences: [23]\nmaxPods: -1\n")
+	if _, err := settingsFor(t, "--config", bad); err == nil || !strings.Contains(err.Error(), "maxPods") {
+		t.Errorf("an invalid value beside an unknown field: %v", err)
+	}
+}
+
 func TestHostnameError(t *testing.T) {
 	fs := pflag.NewFlagSet("kubelet", pflag.ContinueOnError)
 	o := NewOptions()
