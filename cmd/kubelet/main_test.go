@@ -204,12 +204,15 @@ func TestJSONLogFormat(t *testing.T) {
 }
 
 // Upstream flags this kubelet does not implement are accepted and named in
-// a warning; unknown flags are still errors.
+// a warning; upstream flags of implemented fields take effect (issue 22:
+// --image-gc-high-threshold and others used to be ignored with a warning);
+// unknown flags are still errors.
 func TestUpstreamFlagsAcceptedWithWarning(t *testing.T) {
 	var got *kubeletconfig.Settings
 	run := func(_ context.Context, s *kubeletconfig.Settings) error { got = s; return nil }
 	_, _, err := execute(t, run, "--hostname-override=n1", "--root-dir", t.TempDir(),
-		"--cpu-manager-policy=static", "--protect-kernel-defaults", "--image-gc-high-threshold", "90",
+		"--cpu-manager-policy=static", "--protect-kernel-defaults", "--registry-qps", "3",
+		"--image-gc-high-threshold", "90", "--pod-max-pids=100", "--cgroups-per-qos=false", "--enforce-node-allocatable=",
 		"--eviction-hard", "memory.available<1Gi", "--cluster-dns=10.0.0.10,10.0.0.11")
 	if err != nil {
 		t.Fatal(err)
@@ -217,7 +220,18 @@ func TestUpstreamFlagsAcceptedWithWarning(t *testing.T) {
 	if got.Config.EvictionHard["memory.available"] != "1Gi" || len(got.Config.EvictionHard) != 1 || strings.Join(got.Config.ClusterDNS, ",") != "10.0.0.10,10.0.0.11" {
 		t.Errorf("implemented upstream flags not applied: evictionHard=%v clusterDNS=%v", got.Config.EvictionHard, got.Config.ClusterDNS)
 	}
-	for _, f := range []string{"--cpu-manager-policy", "--protect-kernel-defaults", "--image-gc-high-threshold"} {
+	if *got.Config.ImageGCHighThresholdPercent != 90 || *got.Config.PodPidsLimit != 100 || *got.Config.CgroupsPerQOS || len(got.Config.EnforceNodeAllocatable) != 0 {
+		t.Errorf("implemented upstream flags not applied: imageGCHighThresholdPercent=%d podPidsLimit=%d cgroupsPerQOS=%v enforceNodeAllocatable=%v",
+			*got.Config.ImageGCHighThresholdPercent, *got.Config.PodPidsLimit, *got.Config.CgroupsPerQOS, got.Config.EnforceNodeAllocatable)
+	}
+	for _, w := range got.Warnings {
+		for _, f := range []string{"--image-gc-high-threshold", "--pod-max-pids", "--cgroups-per-qos", "--enforce-node-allocatable"} {
+			if strings.Contains(w, f+" ") {
+				t.Errorf("implemented flag %s is warned about: %s", f, w)
+			}
+		}
+	}
+	for _, f := range []string{"--cpu-manager-policy", "--protect-kernel-defaults", "--registry-qps"} {
 		found := false
 		for _, w := range got.Warnings {
 			if strings.Contains(w, f+" ") {

@@ -6,9 +6,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 )
 
 //go:embed upstream_feature_gates.txt
@@ -100,4 +103,45 @@ func FeatureGateWarnings(gates map[string]bool, source string) []string {
 		out = append(out, fmt.Sprintf("%s: feature gate %s=%t is not acted on by this kubelet; it behaves as the upstream kubelet with the gate at its default (%s)", source, n, gates[n], def))
 	}
 	return out
+}
+
+// cfsQuotaPeriodGates are the names upstream gave the gate that allows a
+// cpuCFSQuotaPeriod other than 100ms: CustomCPUCFSQuotaPeriod (alpha,
+// off) until 1.35, CPUCFSQuotaPeriod (GA, on) from 1.36.
+var cfsQuotaPeriodGates = []string{"CustomCPUCFSQuotaPeriod", "CPUCFSQuotaPeriod"}
+
+// customCFSQuotaPeriodGate returns the name of that gate in the upstream
+// kubelet this one follows.
+func customCFSQuotaPeriodGate() string {
+	known := UpstreamFeatureGates()
+	for _, g := range cfsQuotaPeriodGates {
+		if _, ok := known[featuregate.Feature(g)]; ok {
+			return g
+		}
+	}
+	return cfsQuotaPeriodGates[len(cfsQuotaPeriodGates)-1]
+}
+
+// ValidateWithGates checks the rules of upstream's validation that depend
+// on feature gates: a cpuCFSQuotaPeriod other than 100ms needs the custom
+// period gate, and with it on the period must be 1ms to 1s.
+func ValidateWithGates(cfg *kubeletv1beta1.KubeletConfiguration, gates featuregate.MutableFeatureGate) field.ErrorList {
+	var errs field.ErrorList
+	if cfg.CPUCFSQuotaPeriod == nil {
+		return nil
+	}
+	gate := customCFSQuotaPeriodGate()
+	on := true
+	if _, ok := gates.GetAll()[featuregate.Feature(gate)]; ok {
+		on = gates.Enabled(featuregate.Feature(gate))
+	}
+	p := field.NewPath("cpuCFSQuotaPeriod")
+	d := cfg.CPUCFSQuotaPeriod.Duration
+	switch {
+	case !on && d != 100*time.Millisecond:
+		errs = append(errs, field.Invalid(p, d.String(), "a period other than 100ms requires feature gate "+gate))
+	case on && (d < time.Millisecond || d > time.Second):
+		errs = append(errs, field.Invalid(p, d.String(), "must be between 1ms and 1s, inclusive"))
+	}
+	return errs
 }

@@ -14,6 +14,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	nodeutil "k8s.io/component-helpers/node/util"
 	// The JSON log format (--logging-format=json, logging.format: json).
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilvalidation "k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	_ "k8s.io/component-base/logs/json/register"
@@ -127,6 +128,25 @@ var ConfigFlagNames = map[string]string{
 	"enable-debugging-handlers":                    "enableDebuggingHandlers",
 	"contention-profiling":                         "enableContentionProfiling",
 	"volume-stats-agg-period":                      "volumeStatsAggPeriod",
+	"manifest-url-header":                          "staticPodURLHeader",
+	"cgroups-per-qos":                              "cgroupsPerQOS",
+	"enforce-node-allocatable":                     "enforceNodeAllocatable",
+	"system-reserved-cgroup":                       "systemReservedCgroup",
+	"kube-reserved-cgroup":                         "kubeReservedCgroup",
+	"eviction-soft":                                "evictionSoft",
+	"eviction-soft-grace-period":                   "evictionSoftGracePeriod",
+	"eviction-minimum-reclaim":                     "evictionMinimumReclaim",
+	"eviction-pressure-transition-period":          "evictionPressureTransitionPeriod",
+	"eviction-max-pod-grace-period":                "evictionMaxPodGracePeriod",
+	"local-storage-capacity-isolation":             "localStorageCapacityIsolation",
+	"image-gc-high-threshold":                      "imageGCHighThresholdPercent",
+	"image-gc-low-threshold":                       "imageGCLowThresholdPercent",
+	"minimum-image-ttl-duration":                   "imageMinimumGCAge",
+	"container-log-max-size":                       "containerLogMaxSize",
+	"container-log-max-files":                      "containerLogMaxFiles",
+	"pod-max-pids":                                 "podPidsLimit",
+	"cpu-cfs-quota":                                "cpuCFSQuota",
+	"cpu-cfs-quota-period":                         "cpuCFSQuotaPeriod",
 }
 
 // AddFlags registers the kubelet's flags on fs. It does not register klog's
@@ -281,6 +301,66 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	o.bind("eviction-hard", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EvictionHard = s.EvictionHard })
 	fs.Var(cliflag.NewLangleSeparatedMapStringString(&c.EvictionHard), "eviction-hard", "Hard eviction thresholds, as signal<value pairs, e.g. memory.available<1Gi (evictionHard; replaces the whole map).")
 
+	// Node allocatable, eviction, garbage collection, log rotation and pod
+	// cgroups: parsed as upstream parses them (maps replace the file's map
+	// whole, lists replace the list).
+	o.bind("cgroups-per-qos", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.CgroupsPerQOS = ptr.To(*s.CgroupsPerQOS) })
+	fs.BoolVar(c.CgroupsPerQOS, "cgroups-per-qos", *c.CgroupsPerQOS, "Create the QoS cgroup hierarchy (kubepods, burstable, besteffort) and a cgroup per pod (cgroupsPerQOS).")
+	o.bind("enforce-node-allocatable", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.EnforceNodeAllocatable = append([]string(nil), s.EnforceNodeAllocatable...)
+	})
+	fs.StringSliceVar(&c.EnforceNodeAllocatable, "enforce-node-allocatable", c.EnforceNodeAllocatable, "Comma-separated levels of node allocatable enforcement: 'none' alone, or 'pods', 'system-reserved', 'system-reserved-compressible', 'kube-reserved', 'kube-reserved-compressible' (enforceNodeAllocatable).")
+	o.bind("system-reserved-cgroup", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.SystemReservedCgroup = s.SystemReservedCgroup })
+	fs.StringVar(&c.SystemReservedCgroup, "system-reserved-cgroup", c.SystemReservedCgroup, "Absolute name of the cgroup of the OS's daemons, where --system-reserved is enforced (systemReservedCgroup).")
+	o.bind("kube-reserved-cgroup", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeReservedCgroup = s.KubeReservedCgroup })
+	fs.StringVar(&c.KubeReservedCgroup, "kube-reserved-cgroup", c.KubeReservedCgroup, "Absolute name of the cgroup of the Kubernetes daemons, where --kube-reserved is enforced (kubeReservedCgroup).")
+	o.bind("eviction-soft", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EvictionSoft = s.EvictionSoft })
+	fs.Var(cliflag.NewLangleSeparatedMapStringString(&c.EvictionSoft), "eviction-soft", "Soft eviction thresholds, as signal<value pairs, e.g. memory.available<1.5Gi; each needs a grace period (evictionSoft; replaces the whole map).")
+	o.bind("eviction-soft-grace-period", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EvictionSoftGracePeriod = s.EvictionSoftGracePeriod })
+	fs.Var(cliflag.NewMapStringString(&c.EvictionSoftGracePeriod), "eviction-soft-grace-period", "How long each soft threshold must hold before pods are evicted, as signal=duration pairs, e.g. memory.available=1m30s (evictionSoftGracePeriod; replaces the whole map).")
+	o.bind("eviction-minimum-reclaim", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EvictionMinimumReclaim = s.EvictionMinimumReclaim })
+	fs.Var(cliflag.NewMapStringString(&c.EvictionMinimumReclaim), "eviction-minimum-reclaim", "Minimum amount reclaimed beyond a threshold once eviction starts, as signal=quantity pairs, e.g. imagefs.available=2Gi (evictionMinimumReclaim; replaces the whole map).")
+	o.bind("eviction-pressure-transition-period", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.EvictionPressureTransitionPeriod = s.EvictionPressureTransitionPeriod
+	})
+	fs.DurationVar(&c.EvictionPressureTransitionPeriod.Duration, "eviction-pressure-transition-period", c.EvictionPressureTransitionPeriod.Duration, "How long a pressure condition stays after its threshold is no longer met (evictionPressureTransitionPeriod).")
+	o.bind("eviction-max-pod-grace-period", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.EvictionMaxPodGracePeriod = s.EvictionMaxPodGracePeriod
+	})
+	fs.Int32Var(&c.EvictionMaxPodGracePeriod, "eviction-max-pod-grace-period", c.EvictionMaxPodGracePeriod, "Maximum grace period, in seconds, of pods evicted for a soft threshold (evictionMaxPodGracePeriod; 0 or negative: the pod's own).")
+	o.bind("local-storage-capacity-isolation", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.LocalStorageCapacityIsolation = ptr.To(*s.LocalStorageCapacityIsolation)
+	})
+	fs.BoolVar(c.LocalStorageCapacityIsolation, "local-storage-capacity-isolation", *c.LocalStorageCapacityIsolation, "Enforce ephemeral-storage limits and emptyDir sizeLimit by eviction (localStorageCapacityIsolation).")
+	o.bind("image-gc-high-threshold", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.ImageGCHighThresholdPercent = ptr.To(*s.ImageGCHighThresholdPercent)
+	})
+	fs.Int32Var(c.ImageGCHighThresholdPercent, "image-gc-high-threshold", *c.ImageGCHighThresholdPercent, "Percent of image disk usage above which image garbage collection always runs, 0-100; 100 disables it (imageGCHighThresholdPercent).")
+	o.bind("image-gc-low-threshold", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.ImageGCLowThresholdPercent = ptr.To(*s.ImageGCLowThresholdPercent)
+	})
+	fs.Int32Var(c.ImageGCLowThresholdPercent, "image-gc-low-threshold", *c.ImageGCLowThresholdPercent, "Percent of image disk usage that image garbage collection frees down to, 0-100 and below the high threshold (imageGCLowThresholdPercent).")
+	o.bind("minimum-image-ttl-duration", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ImageMinimumGCAge = s.ImageMinimumGCAge })
+	fs.DurationVar(&c.ImageMinimumGCAge.Duration, "minimum-image-ttl-duration", c.ImageMinimumGCAge.Duration, "Minimum age of an unused image before it is garbage collected (imageMinimumGCAge).")
+	o.bind("container-log-max-size", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.ContainerLogMaxSize = s.ContainerLogMaxSize })
+	fs.StringVar(&c.ContainerLogMaxSize, "container-log-max-size", c.ContainerLogMaxSize, "Size at which a container's log file is rotated, e.g. 10Mi (containerLogMaxSize).")
+	o.bind("container-log-max-files", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.ContainerLogMaxFiles = ptr.To(*s.ContainerLogMaxFiles)
+	})
+	fs.Int32Var(c.ContainerLogMaxFiles, "container-log-max-files", *c.ContainerLogMaxFiles, "Number of log files kept per container, at least 2 (containerLogMaxFiles).")
+	// Any negative value means no limit, as upstream; it is kept as -1 like
+	// a negative value in the file.
+	o.bind("pod-max-pids", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.PodPidsLimit = ptr.To(max(*s.PodPidsLimit, -1)) })
+	fs.Int64Var(c.PodPidsLimit, "pod-max-pids", *c.PodPidsLimit, "Maximum number of processes per pod; -1: the node's pid capacity (podPidsLimit).")
+	o.bind("cpu-cfs-quota", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.CPUCFSQuota = ptr.To(*s.CPUCFSQuota) })
+	fs.BoolVar(c.CPUCFSQuota, "cpu-cfs-quota", *c.CPUCFSQuota, "Enforce CPU limits with CFS quota (cpuCFSQuota).")
+	o.bind("cpu-cfs-quota-period", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.CPUCFSQuotaPeriod = &metav1.Duration{Duration: s.CPUCFSQuotaPeriod.Duration}
+	})
+	fs.DurationVar(&c.CPUCFSQuotaPeriod.Duration, "cpu-cfs-quota-period", c.CPUCFSQuotaPeriod.Duration, "CFS quota period of containers' and pods' CPU limits (cpuCFSQuotaPeriod, cpu.cfs_period_us), 1ms to 1s.")
+	o.bind("manifest-url-header", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.StaticPodURLHeader = s.StaticPodURLHeader })
+	fs.Var(cliflag.NewColonSeparatedMultimapStringString(&c.StaticPodURLHeader), "manifest-url-header", "HTTP headers sent with requests to --manifest-url, comma-separated 'Name:value' pairs; a name given twice gets both values (staticPodURLHeader).")
+
 	// Logging: --logging-format (text, json), -v, --vmodule,
 	// --log-flush-frequency and the [Alpha] stream options, bound to the
 	// configuration's logging stanza as upstream does.
@@ -367,6 +447,7 @@ func (o *Options) Settings() (*Settings, error) {
 		errs = append(errs, field.Invalid(field.NewPath("featureGates"), cfg.FeatureGates, err.Error()))
 	} else {
 		warnings = append(warnings, FeatureGateWarnings(cfg.FeatureGates, "featureGates")...)
+		errs = append(errs, ValidateWithGates(cfg, gates)...)
 	}
 	s := &Settings{
 		Config:                  cfg,
@@ -465,11 +546,17 @@ func joinErrors(errs field.ErrorList) string {
 	msgs := make([]string, 0, len(errs))
 	for _, e := range errs {
 		msg := e.Error()
-		// Name the flag too when the field can be set by one.
+		// Name the flag too when the field (or the list or map it is an
+		// item of) can be set by one.
+		var flags []string
 		for flag, name := range ConfigFlagNames {
-			if e.Field == name {
-				msg += " (flag --" + flag + ")"
+			if e.Field == name || strings.HasPrefix(e.Field, name+"[") {
+				flags = append(flags, "--"+flag)
 			}
+		}
+		sort.Strings(flags)
+		for _, f := range flags {
+			msg += " (flag " + f + ")"
 		}
 		msgs = append(msgs, msg)
 	}
