@@ -15,6 +15,7 @@ import (
 	logsapi "k8s.io/component-base/logs/api/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 )
 
@@ -117,7 +118,9 @@ func TestRunGetsSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got == nil || got.NodeName != "n1" || got.Config.MaxPods != 30 || got.RootDir != dir || len(got.Warnings) != 1 {
+	// Warnings: the unimplemented field, and the gates on whose feature
+	// this kubelet lacks.
+	if got == nil || got.NodeName != "n1" || got.Config.MaxPods != 30 || got.RootDir != dir || len(got.Warnings) != 2 {
 		t.Errorf("settings = %+v", got)
 	}
 
@@ -247,33 +250,49 @@ func TestUpstreamFlagsAcceptedWithWarning(t *testing.T) {
 	}
 }
 
-// Feature gates: known upstream gates are accepted (a warning when this
-// kubelet does not act on a non-default value), unknown ones and changes of
-// locked gates are refused, flags win over the file.
+// Feature gates: known upstream gates are accepted, unknown ones and
+// changes of locked gates are refused, flags win over the file. One
+// warning names the gates on whose feature this kubelet lacks (ImageVolume
+// turned on here, not KubeletPSI turned off); a gate with no kubelet
+// feature set to a non-default value is warned about by itself; a wired
+// gate turned off is not warned about, it takes effect.
 func TestFeatureGates(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "k.yaml")
-	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  KubeletPSI: false\n  LoggingBetaOptions: false\n  ImageVolume: false\n"), 0o600)
+	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  KubeletPSI: false\n  LoggingBetaOptions: false\n  ImageVolume: false\n  PodDeletionCost: false\n"), 0o600)
 	var got *kubeletconfig.Settings
 	run := func(_ context.Context, s *kubeletconfig.Settings) error { got = s; return nil }
-	if _, _, err := execute(t, run, "--config", cfg, "--hostname-override=n1", "--root-dir", dir, "--feature-gates=ImageVolume=true"); err != nil {
+	if _, _, err := execute(t, run, "--config", cfg, "--hostname-override=n1", "--root-dir", dir, "--feature-gates=ImageVolume=true,PodReadyToStartContainersCondition=false"); err != nil {
 		t.Fatal(err)
 	}
 	if got.FeatureGates.Enabled("KubeletPSI") || got.FeatureGates.Enabled("LoggingBetaOptions") || !got.FeatureGates.Enabled("ImageVolume") {
 		t.Errorf("effective gates wrong: KubeletPSI=%v LoggingBetaOptions=%v ImageVolume=%v", got.FeatureGates.Enabled("KubeletPSI"),
 			got.FeatureGates.Enabled("LoggingBetaOptions"), got.FeatureGates.Enabled("ImageVolume"))
 	}
+	if got.Features.Enabled(features.PodReadyToStartContainersCondition) || !got.Features.Enabled(features.InPlacePodVerticalScaling) {
+		t.Errorf("wired features: PodReadyToStartContainersCondition=%v InPlacePodVerticalScaling=%v",
+			got.Features.Enabled(features.PodReadyToStartContainersCondition), got.Features.Enabled(features.InPlacePodVerticalScaling))
+	}
 	if got.Config.FeatureGates["ImageVolume"] != true {
 		t.Errorf("the flag's gate is not in the effective configuration: %v", got.Config.FeatureGates)
 	}
-	warned := strings.Join(got.Warnings, "\n")
-	for _, w := range []string{"KubeletPSI=false", "ImageVolume=true"} {
-		if !strings.Contains(warned, w) {
-			t.Errorf("no warning about %s:\n%s", w, warned)
+	var lacking string
+	for _, w := range got.Warnings {
+		if strings.HasPrefix(w, "feature gates on whose feature this kubelet lacks") {
+			lacking = w
 		}
 	}
-	if strings.Contains(warned, "LoggingBetaOptions") {
-		t.Errorf("a gate this kubelet acts on was warned about:\n%s", warned)
+	if !strings.Contains(lacking, "ImageVolume") || strings.Contains(lacking, "KubeletPSI") {
+		t.Errorf("lacking-feature warning: %q", lacking)
+	}
+	warned := strings.Join(got.Warnings, "\n")
+	if !strings.Contains(warned, "PodDeletionCost=false is not acted on") {
+		t.Errorf("no warning about PodDeletionCost=false:\n%s", warned)
+	}
+	for _, quiet := range []string{"LoggingBetaOptions", "PodReadyToStartContainersCondition", "KubeletPSI"} {
+		if strings.Contains(warned, quiet) {
+			t.Errorf("%s was warned about:\n%s", quiet, warned)
+		}
 	}
 	for _, bad := range []string{"--feature-gates=NoSuchGate=true", "--feature-gates=SidecarContainers=false"} {
 		_, _, err := execute(t, noRun(t), "--hostname-override=n1", bad)

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 	"github.com/gokubelet/kubelet/pkg/engine/cri"
 	"github.com/gokubelet/kubelet/pkg/node"
@@ -132,21 +133,7 @@ func newKubeletAPI(ctx context.Context, s *kubeletconfig.Settings, p apiParts) (
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)
 	}
-	h, err := server.NewHandler(server.Config{
-		NodeName:            s.NodeName,
-		Pods:                p.pods,
-		Containers:          p.containers,
-		Checks:              p.checks,
-		Auth:                auth,
-		FineGrainedAuthz:    true,
-		DebuggingHandlers:   cfg.EnableDebuggingHandlers == nil || *cfg.EnableDebuggingHandlers,
-		SystemLogHandler:    cfg.EnableSystemLogHandler == nil || *cfg.EnableSystemLogHandler,
-		ProfilingHandler:    cfg.EnableProfilingHandler == nil || *cfg.EnableProfilingHandler,
-		ContentionProfiling: cfg.EnableContentionProfiling,
-		DebugFlagsHandler:   cfg.EnableDebugFlagsHandler == nil || *cfg.EnableDebugFlagsHandler,
-		Configz:             func() any { return configz(cfg) },
-		Routes:              p.routes,
-	})
+	h, err := server.NewHandler(handlerConfig(s, p, auth))
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)
 	}
@@ -169,4 +156,26 @@ func clientOf(c *node.Clients) kubernetes.Interface {
 		return nil
 	}
 	return c.Kube
+}
+
+// handlerConfig is the kubelet API's handler configuration from the
+// settings: KubeletFineGrainedAuthz off authorizes /pods, /healthz and
+// /configz as nodes/proxy alone, as upstream with the gate off.
+func handlerConfig(s *kubeletconfig.Settings, p apiParts, auth *server.Auth) server.Config {
+	cfg := s.Config
+	return server.Config{
+		NodeName:            s.NodeName,
+		Pods:                p.pods,
+		Containers:          p.containers,
+		Checks:              p.checks,
+		Auth:                auth,
+		FineGrainedAuthz:    s.Features.Enabled(features.KubeletFineGrainedAuthz),
+		DebuggingHandlers:   cfg.EnableDebuggingHandlers == nil || *cfg.EnableDebuggingHandlers,
+		SystemLogHandler:    cfg.EnableSystemLogHandler == nil || *cfg.EnableSystemLogHandler,
+		ProfilingHandler:    cfg.EnableProfilingHandler == nil || *cfg.EnableProfilingHandler,
+		ContentionProfiling: cfg.EnableContentionProfiling,
+		DebugFlagsHandler:   cfg.EnableDebugFlagsHandler == nil || *cfg.EnableDebugFlagsHandler,
+		Configz:             func() any { return configz(cfg) },
+		Routes:              p.routes,
+	}
 }

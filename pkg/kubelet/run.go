@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 	"github.com/gokubelet/kubelet/pkg/engine/cri"
 	"github.com/gokubelet/kubelet/pkg/engine/virtual/nodeset"
@@ -165,9 +166,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 
-	alloc, err := allocation.New(s.RootDir)
+	alloc, actuated, err := newAllocation(ctx, s)
 	if err != nil {
-		return fmt.Errorf("pod resource allocations: %w", err)
+		return err
 	}
 
 	// The pod startup timeline (stats.go): told about the CRI calls of
@@ -186,7 +187,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		CgroupRoot:            cfg.CgroupRoot,
 		CgroupParent:          res.cgroups.PodParent,
 		PodCgroup:             res.cgroups.SetPod,
-		Actuated:              alloc,
+		Actuated:              actuated,
 		ResolvConf:            derefString(cfg.ResolverConfig),
 		ClusterDNS:            cfg.ClusterDNS,
 		ClusterDomain:         cfg.ClusterDomain,
@@ -253,6 +254,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Resync:         cfg.SyncFrequency.Duration,
 		Clock:          clock.RealClock{},
 		Observer:       tl,
+		Features:       s.Features,
 	})
 	facts.engine.Store(eng)
 	if err := res.attach(ctx, core, eng, rt); err != nil {
@@ -458,4 +460,21 @@ func deref(p *int32) int32 {
 		return 0
 	}
 	return *p
+}
+
+// newAllocation keeps the pods' allocated and actuated resources for
+// in-place resize when InPlacePodVerticalScaling is on. Off, there is none:
+// the engine runs pods with their spec's resources, no container is
+// resized in place and statuses carry no allocated resources or resize
+// conditions, as upstream with the gate off.
+func newAllocation(ctx context.Context, s *kubeletconfig.Settings) (*allocation.Manager, kuberuntime.ActuatedResources, error) {
+	if !s.Features.Enabled(features.InPlacePodVerticalScaling) {
+		klog.FromContext(ctx).Info("In-place pod resize is off (feature gate InPlacePodVerticalScaling=false)")
+		return nil, nil, nil
+	}
+	alloc, err := allocation.New(s.RootDir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("pod resource allocations: %w", err)
+	}
+	return alloc, alloc, nil
 }

@@ -98,12 +98,3 @@ type anyValue struct {
 func (a *anyValue) String() string     { return strings.Join(a.values, ",") }
 func (a *anyValue) Set(s string) error { a.values = append(a.values, s); return nil }
 func (a *anyValue) Type() string       { return a.typ }
-
-func sortedKeysBool(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

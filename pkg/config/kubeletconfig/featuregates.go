@@ -12,17 +12,21 @@ import (
 	"k8s.io/component-base/featuregate"
 	logsapi "k8s.io/component-base/logs/api/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/gokubelet/kubelet/pkg/config/features"
 )
 
 //go:embed upstream_feature_gates.txt
 var upstreamFeatureGatesText string
 
-// ActedOnFeatureGates are the feature gates whose setting changes what this
-// kubelet does. The logging gates are read by k8s.io/component-base/logs
-// (LoggingAlphaOptions, LoggingBetaOptions, ContextualLogging). Every
-// other gate of the upstream kubelet is accepted; this kubelet behaves as
-// the upstream one with the gate at its default, so a gate set to another
-// value gets a warning naming it (FeatureGateWarnings).
+// ActedOnFeatureGates are the logging gates, read by
+// k8s.io/component-base/logs (LoggingAlphaOptions, LoggingBetaOptions,
+// ContextualLogging). The gates of kubelet features are in
+// pkg/config/features (wired ones take effect, lacking ones are named in
+// LackingFeatureWarning when on). Every other gate of the upstream kubelet
+// is accepted; this kubelet behaves as the upstream one with the gate at
+// its default, so a gate set to another value gets a warning naming it
+// (FeatureGateWarnings).
 var ActedOnFeatureGates = map[string]bool{
 	string(logsapi.LoggingAlphaOptions): true,
 	string(logsapi.LoggingBetaOptions):  true,
@@ -92,6 +96,12 @@ func FeatureGateWarnings(gates map[string]bool, source string) []string {
 		if ActedOnFeatureGates[n] {
 			continue
 		}
+		if _, ok := features.Lookup(n); ok {
+			// Wired and locked gates are acted on; a lacking one that
+			// is on is named in LackingFeatureWarning, off it matches
+			// this kubelet.
+			continue
+		}
 		spec, ok := specs[featuregate.Feature(n)]
 		if ok && spec.Default == gates[n] {
 			continue
@@ -123,20 +133,34 @@ func customCFSQuotaPeriodGate() string {
 }
 
 // ValidateWithGates checks the rules of upstream's validation that depend
-// on feature gates: a cpuCFSQuotaPeriod other than 100ms needs the custom
-// period gate, and with it on the period must be 1ms to 1s.
+// on feature gates, so that a wired gate turned off keeps its feature off:
+// serverTLSBootstrap needs RotateKubeletServerCertificate, a non-zero
+// imageMaximumGCAge needs ImageMaximumGCAge, shutdownGracePeriod* need
+// GracefulNodeShutdown, and a cpuCFSQuotaPeriod other than 100ms needs the
+// custom period gate (with it on, the period must be 1ms to 1s).
 func ValidateWithGates(cfg *kubeletv1beta1.KubeletConfiguration, gates featuregate.MutableFeatureGate) field.ErrorList {
 	var errs field.ErrorList
-	if cfg.CPUCFSQuotaPeriod == nil {
-		return nil
-	}
 	gate := customCFSQuotaPeriodGate()
 	on := true
 	if _, ok := gates.GetAll()[featuregate.Feature(gate)]; ok {
 		on = gates.Enabled(featuregate.Feature(gate))
 	}
+	enabled := gateLookup(gates)
+	off := func(f features.Feature) bool { on, known := enabled(string(f)); return known && !on }
+	if cfg.ServerTLSBootstrap && off(features.RotateKubeletServerCertificate) {
+		errs = append(errs, field.Invalid(field.NewPath("serverTLSBootstrap"), true, "requires feature gate "+string(features.RotateKubeletServerCertificate)))
+	}
+	if cfg.ImageMaximumGCAge.Duration != 0 && off(features.ImageMaximumGCAge) {
+		errs = append(errs, field.Invalid(field.NewPath("imageMaximumGCAge"), cfg.ImageMaximumGCAge.Duration.String(), "requires feature gate "+string(features.ImageMaximumGCAge)))
+	}
+	if (cfg.ShutdownGracePeriod.Duration > 0 || cfg.ShutdownGracePeriodCriticalPods.Duration > 0) && off(features.GracefulNodeShutdown) {
+		errs = append(errs, field.Invalid(field.NewPath("shutdownGracePeriod"), cfg.ShutdownGracePeriod.Duration.String(), "requires feature gate "+string(features.GracefulNodeShutdown)+" (so does shutdownGracePeriodCriticalPods)"))
+	}
 	p := field.NewPath("cpuCFSQuotaPeriod")
-	d := cfg.CPUCFSQuotaPeriod.Duration
+	d := 100 * time.Millisecond
+	if cfg.CPUCFSQuotaPeriod != nil {
+		d = cfg.CPUCFSQuotaPeriod.Duration
+	}
 	switch {
 	case !on && d != 100*time.Millisecond:
 		errs = append(errs, field.Invalid(p, d.String(), "a period other than 100ms requires feature gate "+gate))
@@ -144,4 +168,43 @@ func ValidateWithGates(cfg *kubeletv1beta1.KubeletConfiguration, gates featurega
 		errs = append(errs, field.Invalid(p, d.String(), "must be between 1ms and 1s, inclusive"))
 	}
 	return errs
+}
+
+// gateLookup adapts a feature gate to the features package: whether the
+// gate is on, and whether the gate knows it at all.
+func gateLookup(fg featuregate.MutableFeatureGate) func(string) (bool, bool) {
+	all := fg.GetAll()
+	return func(name string) (bool, bool) {
+		if _, ok := all[featuregate.Feature(name)]; !ok {
+			return false, false
+		}
+		return fg.Enabled(featuregate.Feature(name)), true
+	}
+}
+
+// NewFeatures returns what the code asks about the gates it wires.
+func NewFeatures(fg featuregate.MutableFeatureGate) features.Gates {
+	return features.New(gateLookup(fg))
+}
+
+// LackingFeatureWarning returns the one start warning naming every gate
+// that is on (by default or by configuration) whose feature this kubelet
+// lacks (features.Table), or "" when there is none.
+func LackingFeatureWarning(fg featuregate.MutableFeatureGate) string {
+	on := features.LackingOn(gateLookup(fg))
+	if len(on) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("feature gates on whose feature this kubelet lacks (it behaves as if they were off; see docs/configuration.md): %s", strings.Join(on, ", "))
+}
+
+// wiredGateNames returns the gates of features.Table this kubelet wires.
+func wiredGateNames() []string {
+	var out []string
+	for _, row := range features.Table {
+		if row.Status == features.Wired {
+			out = append(out, string(row.Name))
+		}
+	}
+	return out
 }

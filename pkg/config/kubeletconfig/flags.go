@@ -157,7 +157,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 
 	fs.StringVar(&o.ConfigFile, "config", o.ConfigFile, "Path to a KubeletConfiguration file (YAML or JSON) to load the configuration from; relative paths start at the working directory. Flags given on the command line override values from this file. Without it, built-in defaults are used.")
 	fs.StringVar(&o.ConfigDir, "config-dir", o.ConfigDir, "Directory of drop-in KubeletConfiguration files: every *.conf file under it, in lexical order of path, is merged (JSON merge patch) onto the --config file (or the defaults). Flags given on the command line still win.")
-	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates", "Feature gates, as comma-separated key=value pairs, merged over the config file's featureGates. Every gate of the upstream kubelet "+upstreamVersion+" is accepted; unknown gates are refused. Gates this kubelet does not act on (all but "+strings.Join(sortedKeysBool(ActedOnFeatureGates), ", ")+") warn when set to a non-default value.")
+	fs.Var(cliflag.NewMapStringBool(&o.FeatureGates), "feature-gates", "Feature gates, as comma-separated key=value pairs, merged over the config file's featureGates. Every gate of the upstream kubelet "+upstreamVersion+" is accepted; unknown gates are refused. Wired gates ("+strings.Join(wiredGateNames(), ", ")+") and the logging gates take effect; one warning at start names the gates that are on whose feature this kubelet lacks; other gates warn when set to a non-default value.")
 	fs.StringVar(&o.KubeconfigPath, "kubeconfig", o.KubeconfigPath, "Path to a kubeconfig file saying how to reach the API server. Without it the kubelet runs standalone (static pods only).")
 	fs.StringVar(&o.BootstrapKubeconfigPath, "bootstrap-kubeconfig", o.BootstrapKubeconfigPath, "Path to a kubeconfig used to request a client certificate when the --kubeconfig file does not exist yet; the resulting credentials are written to --kubeconfig and certificates to --cert-dir.")
 	fs.StringVar(&o.HostnameOverride, "hostname-override", o.HostnameOverride, "Node name to use instead of the machine's hostname.")
@@ -448,6 +448,9 @@ func (o *Options) Settings() (*Settings, error) {
 	} else {
 		warnings = append(warnings, FeatureGateWarnings(cfg.FeatureGates, "featureGates")...)
 		errs = append(errs, ValidateWithGates(cfg, gates)...)
+		if w := LackingFeatureWarning(gates); w != "" {
+			warnings = append(warnings, w)
+		}
 	}
 	s := &Settings{
 		Config:                  cfg,
@@ -455,6 +458,7 @@ func (o *Options) Settings() (*Settings, error) {
 		ConfigDir:               o.ConfigDir,
 		DropIns:                 dropIns,
 		FeatureGates:            gates,
+		Features:                NewFeatures(gates),
 		KubeconfigPath:          o.KubeconfigPath,
 		BootstrapKubeconfigPath: o.BootstrapKubeconfigPath,
 		RootDir:                 o.RootDir,

@@ -105,7 +105,9 @@ func TestFlagDefaultsWithoutFile(t *testing.T) {
 	if s.RootDir != "/var/lib/kubelet" || s.CertDir != "/var/lib/kubelet/pki" {
 		t.Errorf("RootDir %q CertDir %q", s.RootDir, s.CertDir)
 	}
-	if !s.Standalone() || len(s.Warnings) != 0 || s.Config.MaxPods != 110 {
+	// With upstream's default gates, the only warning names the gates on
+	// whose feature this kubelet lacks.
+	if !s.Standalone() || len(s.Warnings) != 1 || !strings.HasPrefix(s.Warnings[0], "feature gates on whose feature this kubelet lacks") || s.Config.MaxPods != 110 {
 		t.Errorf("unexpected settings %+v", s)
 	}
 
@@ -175,7 +177,8 @@ func TestSettingsWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(s.Warnings) != 2 || !strings.Contains(s.Warnings[0], "cpuManagerPolicy") || !strings.Contains(s.Warnings[1], "pod-infra-container-image") {
+	if len(s.Warnings) != 3 || !strings.Contains(s.Warnings[0], "cpuManagerPolicy") || !strings.Contains(s.Warnings[1], "pod-infra-container-image") ||
+		!strings.Contains(s.Warnings[2], "feature gates on whose feature this kubelet lacks") {
 		t.Errorf("warnings = %q", s.Warnings)
 	}
 }

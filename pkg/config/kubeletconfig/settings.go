@@ -4,6 +4,7 @@ import (
 	"k8s.io/component-base/featuregate"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
 )
 
@@ -22,6 +23,9 @@ type Settings struct {
 	// FeatureGates is the effective feature gate (Config.FeatureGates
 	// applied to every gate of the upstream kubelet).
 	FeatureGates featuregate.FeatureGate
+	// Features answers, for the code, whether each gate this kubelet
+	// wires is on (see pkg/config/features).
+	Features features.Gates
 
 	// KubeconfigPath is --kubeconfig; empty means standalone mode (no API
 	// server).

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
@@ -94,6 +95,11 @@ type Deps struct {
 	// Observer, when set, hears about pod updates, worker steps and
 	// computed statuses (the pod startup timeline).
 	Observer Observer
+	// Features are the feature gates the engine follows
+	// (PodReadyToStartContainersCondition, PodObservedGenerationTracking);
+	// the zero value has them on. InPlacePodVerticalScaling is Allocation
+	// being set.
+	Features features.Gates
 }
 
 // Engine is the CRI engine. Build it with New and add its runnables to the
@@ -122,6 +128,7 @@ type Engine struct {
 	admitHandlers []AdmitFunc
 	security      SecurityAdmission
 	observer      Observer
+	features      features.Gates
 
 	// housekeepingRuns counts housekeeping passes (sync loop only).
 	housekeepingRuns int
@@ -146,6 +153,7 @@ func New(d Deps) *Engine {
 		vols:           volumeState{waiting: map[types.UID]map[string]container.WaitingReason{}},
 		clock:          d.Clock,
 		hostIPs:        d.HostIPs,
+		features:       d.Features,
 		updates:        d.Updates,
 		sources:        d.Sources,
 		seenAllSources: d.SeenAllSources,

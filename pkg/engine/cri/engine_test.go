@@ -57,6 +57,12 @@ func newHarness(t *testing.T) *harness {
 // newObservedHarness is newHarness with an Observer.
 func newObservedHarness(t *testing.T, obs Observer) *harness {
 	t.Helper()
+	return newHarnessWith(t, func(d *Deps) { d.Observer = obs })
+}
+
+// newHarnessWith is newHarness with the engine's Deps changed by mut.
+func newHarnessWith(t *testing.T, mut func(*Deps)) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	core, err := node.New(ctx, node.Options{Config: nodestatus.Config{NodeName: "n1", MaxPods: 110}, Facts: nodestatus.FactsFunc(smallNode)})
 	if err != nil {
@@ -71,8 +77,10 @@ func newObservedHarness(t *testing.T, obs Observer) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.eng = New(Deps{Core: core, Runtime: h.rt, Volumes: vols, Allocation: alloc, Updates: h.updates, Sources: []string{podspec.SourceFile},
-		SeenAllSources: func(...string) bool { return h.seenAll.Load() }, Resync: time.Minute, Observer: obs})
+	deps := Deps{Core: core, Runtime: h.rt, Volumes: vols, Allocation: alloc, Updates: h.updates, Sources: []string{podspec.SourceFile},
+		SeenAllSources: func(...string) bool { return h.seenAll.Load() }, Resync: time.Minute}
+	mut(&deps)
+	h.eng = New(deps)
 	var g runnable.Group
 	core.AddTo(g.Stage("core"))
 	h.eng.AddTo(g.Stage("engine"), g.Stage("sync-loop"))

@@ -145,6 +145,7 @@ func (e *Engine) computeStatus(pod *v1.Pod, rs *container.PodStatus, opts podsta
 	}
 	opts.RuntimeType = e.runtime.Type()
 	opts.HostIPs = e.hostIPs
+	opts.Features = e.features
 	st := podstatus.Compute(pod, rs, e.reasons.get(pod.UID), prev, opts)
 	e.resizeStatus(pod, rs, &st, metav1.NewTime(opts.Now))
 	return st

@@ -4,9 +4,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
@@ -38,6 +40,9 @@ func (noObserver) Prune(func(types.UID) bool)                                {}
 // setStatus records a pod's computed status with the core and tells the
 // observer.
 func (e *Engine) setStatus(pod *v1.Pod, st v1.PodStatus) {
+	if !e.features.Enabled(features.PodObservedGenerationTracking) {
+		podstatus.DropObservedGeneration(&st)
+	}
 	e.core.Status().SetPodStatus(pod, st)
 	e.observer.StatusComputed(pod, st)
 }

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
@@ -30,6 +31,9 @@ type Options struct {
 	// FailMessage (eviction, a rejected admission, a deadline exceeded).
 	FailReason  string
 	FailMessage string
+	// Features are the feature gates the status follows
+	// (PodReadyToStartContainersCondition); the zero value has them on.
+	Features features.Gates
 }
 
 // Compute returns the API status of pod. observed is the runtime's view (nil
@@ -97,13 +101,16 @@ func Compute(pod *v1.Pod, observed *container.PodStatus, waiting map[string]cont
 			s.Conditions = append(s.Conditions, c)
 		}
 	}
-	owned := []v1.PodCondition{
-		ReadyToStartContainersCondition(observed),
+	var owned []v1.PodCondition
+	if opts.Features.Enabled(features.PodReadyToStartContainersCondition) {
+		owned = append(owned, ReadyToStartContainersCondition(observed))
+	}
+	owned = append(owned,
 		InitializedCondition(&pod.Spec, s.InitContainerStatuses, s.ContainerStatuses, s.Phase),
 		ReadyCondition(&pod.Spec, s.Conditions, s.InitContainerStatuses, s.ContainerStatuses, s.Phase),
 		ContainersReadyCondition(&pod.Spec, s.InitContainerStatuses, s.ContainerStatuses, s.Phase),
-		{Type: v1.PodScheduled, Status: v1.ConditionTrue},
-	}
+		v1.PodCondition{Type: v1.PodScheduled, Status: v1.ConditionTrue},
+	)
 	for _, c := range owned {
 		c.ObservedGeneration = pod.Generation
 		s.Conditions = append(s.Conditions, c)
@@ -240,4 +247,14 @@ func PodIPs(pod *v1.Pod, observed *container.PodStatus, old *v1.PodStatus, hostI
 		out = append(out, old.PodIPs...)
 	}
 	return out
+}
+
+// DropObservedGeneration clears the observedGeneration of the status and
+// of its conditions, as upstream does with PodObservedGenerationTracking
+// off.
+func DropObservedGeneration(s *v1.PodStatus) {
+	s.ObservedGeneration = 0
+	for i := range s.Conditions {
+		s.Conditions[i].ObservedGeneration = 0
+	}
 }

@@ -1,0 +1,192 @@
+// Package features owns the table of upstream feature gates that touch a
+// kubelet feature, and the accessor the code asks whether a gate it wires
+// is on.
+//
+// For every such gate, Table says whether this kubelet honours the gate
+// (Wired: turning it off turns the feature off, at the place named),
+// lacks the feature (Lacking: warned at start when the gate is on), or
+// implements a feature whose gate upstream has locked on (Locked). Gates
+// outside the table have no kubelet-side feature (API server, scheduler,
+// controllers, clients) or none this kubelet behaves differently on;
+// setting one to a non-default value is warned about by
+// pkg/config/kubeletconfig.
+//
+// The code asks a Gates value (built once at start from the effective
+// feature gate) through typed Feature constants, never by string. The
+// zero Gates has every wired feature on, as upstream's defaults have them
+// for every gate read outside the config package (pkg/config/kubeletconfig
+// tests that).
+//
+// docs/configuration.md's gate table is generated from Table
+// (go run ./hack/tools/configdoc), and a unit test fails when it is stale.
+package features
+
+import "sort"
+
+// Feature is the name of an upstream feature gate this kubelet acts on.
+type Feature string
+
+// The gates this kubelet wires (Status Wired in Table).
+const (
+	InPlacePodVerticalScaling          Feature = "InPlacePodVerticalScaling"
+	PodReadyToStartContainersCondition Feature = "PodReadyToStartContainersCondition"
+	PodObservedGenerationTracking      Feature = "PodObservedGenerationTracking"
+	KubeletFineGrainedAuthz            Feature = "KubeletFineGrainedAuthz"
+	RotateKubeletServerCertificate     Feature = "RotateKubeletServerCertificate"
+	ImageMaximumGCAge                  Feature = "ImageMaximumGCAge"
+	GracefulNodeShutdown               Feature = "GracefulNodeShutdown"
+	// CustomCPUCFSQuotaPeriod (until 1.35) and CPUCFSQuotaPeriod (from
+	// 1.36) allow a cpuCFSQuotaPeriod other than 100ms.
+	CustomCPUCFSQuotaPeriod Feature = "CustomCPUCFSQuotaPeriod"
+	CPUCFSQuotaPeriod       Feature = "CPUCFSQuotaPeriod"
+)
+
+// Status is what a gate means for this kubelet.
+type Status string
+
+const (
+	// Wired: the gate's value is read where the feature lives; off turns
+	// the feature off.
+	Wired Status = "wired"
+	// Lacking: this kubelet lacks the feature; the gate being on (by
+	// default or by configuration) is named in the start warning.
+	Lacking Status = "lacking"
+	// Locked: implemented, and upstream locks the gate on, so it cannot be
+	// turned off (the feature gate refuses false).
+	Locked Status = "locked"
+)
+
+// Gate is one row of Table.
+type Gate struct {
+	Name   Feature
+	Status Status
+	// Where is the package (or packages) that reads the gate, for Wired
+	// and Locked gates.
+	Where string
+	// What says what the gate changes here (Wired), what this kubelet
+	// lacks (Lacking) or what it does (Locked).
+	What string
+}
+
+// Table is the one list of gates that touch a kubelet feature. Keep it
+// sorted by status, then name (TestTableSorted).
+var Table = []Gate{
+	// Wired.
+	{CPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off: a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s (name of the gate from 1.36)"},
+	{CustomCPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off (the default until 1.35): a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s"},
+	{GracefulNodeShutdown, Wired, "pkg/config/kubeletconfig", "off: shutdownGracePeriod and shutdownGracePeriodCriticalPods are refused, so graceful node shutdown cannot be turned on"},
+	{ImageMaximumGCAge, Wired, "pkg/config/kubeletconfig", "off: a non-zero imageMaximumGCAge is refused, so unused images are not removed by age"},
+	{InPlacePodVerticalScaling, Wired, "pkg/kubelet, pkg/engine/cri", "off: no allocation is kept and a changed container resource is not resized in place; no PodResizePending/PodResizeInProgress conditions"},
+	{KubeletFineGrainedAuthz, Wired, "pkg/kubelet, pkg/server", "off: /pods, /healthz and /configz are authorized as nodes/proxy only, not nodes/pods, nodes/healthz, nodes/configz first"},
+	{PodObservedGenerationTracking, Wired, "pkg/engine/cri", "off: pod status and its conditions carry no observedGeneration"},
+	{PodReadyToStartContainersCondition, Wired, "pkg/pod/podstatus", "off: pods get no PodReadyToStartContainers condition"},
+	{RotateKubeletServerCertificate, Wired, "pkg/config/kubeletconfig", "off: serverTLSBootstrap is refused, so the serving certificate comes from tlsCertFile or is self-signed"},
+	// Lacking.
+	{"CPUManagerPolicyBetaOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
+	{"ClusterTrustBundleProjection", Lacking, "", "clusterTrustBundle projected volume sources"},
+	{"ContainerCheckpoint", Lacking, "", "the /checkpoint endpoint of the kubelet API"},
+	{"ContainerRestartRules", Lacking, "", "container restartPolicyRules (pods using them wait with a reason)"},
+	{"ContainerStopSignals", Lacking, "", "lifecycle.stopSignal (pods using it wait with a reason)"},
+	{"DisableCPUQuotaWithExclusiveCPUs", Lacking, "", "exclusive CPUs of the CPU manager, whose CFS quota it disables"},
+	{"DynamicResourceAllocation", Lacking, "", "DRA resource claims (pods using them wait with a reason)"},
+	{"EnvFiles", Lacking, "", "environment variables from files (fileKeyRef)"},
+	{"EventedPLEG", Lacking, "", "the CRI event stream for the PLEG (this kubelet relists)"},
+	{"GracefulNodeShutdownBasedOnPodPriority", Lacking, "", "shutdownGracePeriodByPodPriority"},
+	{"HostnameOverride", Lacking, "", "pod hostnameOverride (pods using it wait with a reason)"},
+	{"ImageVolume", Lacking, "", "image volumes"},
+	{"InPlacePodVerticalScalingExclusiveCPUs", Lacking, "", "resizing pods with exclusive CPUs (no CPU manager)"},
+	{"InPlacePodVerticalScalingExclusiveMemory", Lacking, "", "resizing pods with exclusive memory (no memory manager)"},
+	{"KubeletCrashLoopBackOffMax", Lacking, "", "crashLoopBackOff.maxContainerRestartPeriod"},
+	{"KubeletEnsureSecretPulledImages", Lacking, "", "re-checking pull credentials of images already on the node"},
+	{"KubeletInUserNamespace", Lacking, "", "running the kubelet in a user namespace"},
+	{"KubeletPSI", Lacking, "", "pressure stall information in /stats/summary and metrics"},
+	{"KubeletPodResourcesDynamicResources", Lacking, "", "the pod-resources socket"},
+	{"KubeletPodResourcesGet", Lacking, "", "the pod-resources socket"},
+	{"KubeletSeparateDiskGC", Lacking, "", "garbage collection of a separate containerfs"},
+	{"KubeletServiceAccountTokenForCredentialProviders", Lacking, "", "image credential provider plugins"},
+	{"LocalStorageCapacityIsolationFSQuotaMonitoring", Lacking, "", "project quotas for emptyDir usage"},
+	{"MemoryQoS", Lacking, "", "memory.high and memory.min for cgroup v2 memory QoS"},
+	{"NodeLogQuery", Lacking, "", "the query parameters of /logs/ (enableSystemLogQuery)"},
+	{"PodAndContainerStatsFromCRI", Lacking, "", "taking every pod and container stat from CRI alone"},
+	{"PodCertificateRequest", Lacking, "", "podCertificate projected volume sources"},
+	{"PodLevelResources", Lacking, "", "pod-level resources (spec.resources)"},
+	{"PodLogsQuerySplitStreams", Lacking, "", "stream selection of kubectl logs"},
+	{"QOSReserved", Lacking, "", "qosReserved"},
+	{"ReduceDefaultCrashLoopBackOffDecay", Lacking, "", "the shorter crash loop back-off"},
+	{"ResourceHealthStatus", Lacking, "", "allocatedResourcesStatus of devices"},
+	{"SELinuxChangePolicy", Lacking, "", "SELinux relabelling policies (seLinuxChangePolicy)"},
+	{"SELinuxMount", Lacking, "", "SELinux context mount options"},
+	{"SELinuxMountReadWriteOncePod", Lacking, "", "SELinux context mount options"},
+	{"SystemdWatchdog", Lacking, "", "the systemd watchdog"},
+	{"TopologyManagerPolicyBetaOptions", Lacking, "", "the topology manager and its options"},
+	{"UserNamespacesSupport", Lacking, "", "hostUsers: false (refused with a reason on this node)"},
+	// Locked on upstream, implemented here.
+	{"RecursiveReadOnlyMounts", Locked, "pkg/runtime/kuberuntime", "recursiveReadOnly volume mounts"},
+	{"SidecarContainers", Locked, "pkg/runtime/kuberuntime", "init containers with restartPolicy Always"},
+}
+
+// Lookup returns the table's row for name.
+func Lookup(name string) (Gate, bool) {
+	for _, g := range Table {
+		if string(g.Name) == name {
+			return g, true
+		}
+	}
+	return Gate{}, false
+}
+
+// Gates answers whether a wired feature is on. Build it with New; the zero
+// value has every wired feature on.
+type Gates struct {
+	off map[Feature]bool
+}
+
+// New reads every wired gate from enabled. A gate the feature gate does not
+// know (upstream removed it once it went GA) is on.
+func New(enabled func(name string) (on, known bool)) Gates {
+	g := Gates{off: map[Feature]bool{}}
+	for _, row := range Table {
+		if row.Status != Wired {
+			continue
+		}
+		if on, known := enabled(string(row.Name)); known && !on {
+			g.off[row.Name] = true
+		}
+	}
+	return g
+}
+
+// Enabled reports whether the wired feature f is on.
+func (g Gates) Enabled(f Feature) bool {
+	return !g.off[f]
+}
+
+// With returns a copy of g with f set (for tests and callers that derive
+// one setting from another).
+func (g Gates) With(f Feature, on bool) Gates {
+	out := Gates{off: map[Feature]bool{}}
+	for k, v := range g.off {
+		out.off[k] = v
+	}
+	if on {
+		delete(out.off, f)
+	} else {
+		out.off[f] = true
+	}
+	return out
+}
+
+// LackingOn returns, sorted, the Lacking gates that enabled reports on.
+func LackingOn(enabled func(name string) (on, known bool)) []string {
+	var out []string
+	for _, row := range Table {
+		if row.Status != Lacking {
+			continue
+		}
+		if on, known := enabled(string(row.Name)); known && on {
+			out = append(out, string(row.Name))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
