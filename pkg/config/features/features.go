@@ -83,6 +83,7 @@ var Table = []Gate{
 	{RotateKubeletServerCertificate, Wired, "pkg/config/kubeletconfig", "off: serverTLSBootstrap is refused, so the serving certificate comes from tlsCertFile or is self-signed"},
 	// Lacking.
 	{"CPUManagerPolicyBetaOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
+	{"CPUManagerPolicyOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
 	{"ClusterTrustBundleProjection", Lacking, "", "clusterTrustBundle projected volume sources"},
 	{"ContainerCheckpoint", Lacking, "", "the /checkpoint endpoint of the kubelet API"},
 	{"ContainerRestartRules", Lacking, "", "container restartPolicyRules (pods using them wait with a reason)"},
@@ -104,14 +105,18 @@ var Table = []Gate{
 	{"KubeletPodResourcesGet", Lacking, "", "the pod-resources socket"},
 	{"KubeletSeparateDiskGC", Lacking, "", "garbage collection of a separate containerfs"},
 	{"KubeletServiceAccountTokenForCredentialProviders", Lacking, "", "image credential provider plugins"},
+	{"KubeletTracing", Lacking, "", "OpenTelemetry tracing of the kubelet and its CRI calls (tracing)"},
 	{"LocalStorageCapacityIsolationFSQuotaMonitoring", Lacking, "", "project quotas for emptyDir usage"},
+	{"MemoryManager", Lacking, "", "the memory manager (memoryManagerPolicy, reservedMemory)"},
 	{"MemoryQoS", Lacking, "", "memory.high and memory.min for cgroup v2 memory QoS"},
 	{"NodeLogQuery", Lacking, "", "the query parameters of /logs/ (enableSystemLogQuery)"},
+	{"NodeSwap", Lacking, "", "swap for pods (memorySwap)"},
 	{"PodAndContainerStatsFromCRI", Lacking, "", "taking every pod and container stat from CRI alone"},
 	{"PodCertificateRequest", Lacking, "", "podCertificate projected volume sources"},
 	{"PodLevelResources", Lacking, "", "pod-level resources (spec.resources)"},
 	{"PodLogsQuerySplitStreams", Lacking, "", "stream selection of kubectl logs"},
 	{"QOSReserved", Lacking, "", "qosReserved"},
+	{"RecursiveReadOnlyMounts", Lacking, "", "recursiveReadOnly volume mounts"},
 	{"ReduceDefaultCrashLoopBackOffDecay", Lacking, "", "the shorter crash loop back-off"},
 	{"ResourceHealthStatus", Lacking, "", "allocatedResourcesStatus of devices"},
 	{"SELinuxChangePolicy", Lacking, "", "SELinux relabelling policies (seLinuxChangePolicy)"},
@@ -119,10 +124,11 @@ var Table = []Gate{
 	{"SELinuxMountReadWriteOncePod", Lacking, "", "SELinux context mount options"},
 	{"SystemdWatchdog", Lacking, "", "the systemd watchdog"},
 	{"TopologyManagerPolicyBetaOptions", Lacking, "", "the topology manager and its options"},
+	{"TopologyManagerPolicyOptions", Lacking, "", "the topology manager and its options"},
 	{"UserNamespacesSupport", Lacking, "", "hostUsers: false (refused with a reason on this node)"},
 	// Locked on upstream, implemented here.
-	{"RecursiveReadOnlyMounts", Locked, "pkg/runtime/kuberuntime", "recursiveReadOnly volume mounts"},
-	{"SidecarContainers", Locked, "pkg/runtime/kuberuntime", "init containers with restartPolicy Always"},
+	{"PodLifecycleSleepAction", Locked, "pkg/pod/hooks", "the sleep action of postStart and preStop hooks"},
+	{"SidecarContainers", Locked, "pkg/runtime/kuberuntime", "init containers with restartPolicy Always (sidecars)"},
 }
 
 // Lookup returns the table's row for name.
