@@ -104,12 +104,7 @@ func newKubeletAPI(ctx context.Context, s *kubeletconfig.Settings, p apiParts) (
 	}
 
 	var out []namedServer
-	topts := server.TLSOptions{
-		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile,
-		CertDir: s.CertDir, Host: s.NodeName,
-		CipherSuites: cfg.TLSCipherSuites, MinVersion: cfg.TLSMinVersion,
-		RequestClientCert: authn.X509.ClientCAFile != "",
-	}
+	topts := servingTLSOptions(s)
 	if cfg.ServerTLSBootstrap {
 		if client == nil {
 			log.Info("serverTLSBootstrap needs an API server; serving a certificate from files instead")
@@ -177,5 +172,18 @@ func handlerConfig(s *kubeletconfig.Settings, p apiParts, auth *server.Auth) ser
 		DebugFlagsHandler:   cfg.EnableDebugFlagsHandler == nil || *cfg.EnableDebugFlagsHandler,
 		Configz:             func() any { return configz(cfg) },
 		Routes:              p.routes,
+	}
+}
+
+// servingTLSOptions are the kubelet API's TLS settings: with
+// ReloadKubeletServerCertificateFile off, tlsCertFile is read once.
+func servingTLSOptions(s *kubeletconfig.Settings) server.TLSOptions {
+	cfg := s.Config
+	return server.TLSOptions{
+		CertFile: cfg.TLSCertFile, KeyFile: cfg.TLSPrivateKeyFile,
+		CertDir: s.CertDir, Host: s.NodeName,
+		CipherSuites: cfg.TLSCipherSuites, MinVersion: cfg.TLSMinVersion,
+		RequestClientCert: cfg.Authentication.X509.ClientCAFile != "",
+		StaticCertFile:    !s.Features.Enabled(features.ReloadKubeletServerCertificateFile),
 	}
 }

@@ -44,3 +44,16 @@ func TestKubeletFineGrainedAuthzGate(t *testing.T) {
 		}
 	}
 }
+
+// ReloadKubeletServerCertificateFile off: the serving pair is read once
+// (server.TLSOptions.StaticCertFile; pkg/server tests what that does).
+func TestReloadKubeletServerCertificateFileGate(t *testing.T) {
+	s := &kubeletconfig.Settings{Config: kubeletconfig.NewDefaultConfig(), NodeName: "n1"}
+	if servingTLSOptions(s).StaticCertFile {
+		t.Error("default: the certificate files are not reloaded")
+	}
+	s.Features = s.Features.With(features.ReloadKubeletServerCertificateFile, false)
+	if !servingTLSOptions(s).StaticCertFile {
+		t.Error("gate off: the certificate files are still reloaded")
+	}
+}

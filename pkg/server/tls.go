@@ -39,6 +39,10 @@ type TLSOptions struct {
 	// RequestClientCert asks clients for a certificate (with x509
 	// authentication); the authenticator verifies it.
 	RequestClientCert bool
+	// StaticCertFile serves CertFile and KeyFile as read at start, not
+	// re-read when they change (ReloadKubeletServerCertificateFile off,
+	// as upstream).
+	StaticCertFile bool
 }
 
 // TLS is a serving configuration whose certificate may change while
@@ -104,6 +108,15 @@ func BuildTLS(o TLSOptions) (*TLS, error) {
 			return nil, err
 		}
 		t.Source = "self-signed " + certFile
+	}
+	if o.StaticCertFile && o.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("serving certificate: %w", err)
+		}
+		cfg.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return &pair, nil }
+		t.Source += " (not reloaded: ReloadKubeletServerCertificateFile is off)"
+		return t, nil
 	}
 	content, err := dynamiccertificates.NewDynamicServingContentFromFiles("kubelet-serving", certFile, keyFile)
 	if err != nil {

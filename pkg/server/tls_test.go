@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -144,6 +145,38 @@ func TestServingCertificateFilesAreReloaded(t *testing.T) {
 		s, err := servedSerial(addr, cfg)
 		return err == nil && s != first, fmt.Sprint(s, err)
 	})
+}
+
+// ReloadKubeletServerCertificateFile off: the files are read once at
+// start; a rotated pair on disk is not served, and nothing watches them.
+func TestServingCertificateFilesNotReloadedWhenGateOff(t *testing.T) {
+	dir := t.TempDir()
+	ca := newTestCA(t, "serving-ca")
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	c1, k1 := ca.issue(t, "kubelet", nil, true)
+	writeFile(t, certFile, c1)
+	writeFile(t, keyFile, k1)
+	tl, err := BuildTLS(TLSOptions{CertFile: certFile, KeyFile: keyFile, StaticCertFile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.run != nil {
+		t.Error("the certificate files are watched")
+	}
+	served := func() []byte {
+		c, err := tl.Config.GetCertificate(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.Certificate[0]
+	}
+	first := served()
+	c2, k2 := ca.issue(t, "kubelet", nil, true)
+	writeFile(t, keyFile, k2)
+	writeFile(t, certFile, c2)
+	if !bytes.Equal(served(), first) {
+		t.Error("the rotated pair is served")
+	}
 }
 
 func TestSelfSignedCertificateIsGeneratedOnceAndKept(t *testing.T) {

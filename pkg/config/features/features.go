@@ -33,6 +33,8 @@ const (
 	PodObservedGenerationTracking      Feature = "PodObservedGenerationTracking"
 	KubeletFineGrainedAuthz            Feature = "KubeletFineGrainedAuthz"
 	RotateKubeletServerCertificate     Feature = "RotateKubeletServerCertificate"
+	ReloadKubeletServerCertificateFile Feature = "ReloadKubeletServerCertificateFile"
+	PodLevelResources                  Feature = "PodLevelResources"
 	ImageMaximumGCAge                  Feature = "ImageMaximumGCAge"
 	GracefulNodeShutdown               Feature = "GracefulNodeShutdown"
 	// CustomCPUCFSQuotaPeriod (until 1.35) and CPUCFSQuotaPeriod (from
@@ -78,8 +80,10 @@ var Table = []Gate{
 	{ImageMaximumGCAge, Wired, "pkg/config/kubeletconfig", "off: a non-zero imageMaximumGCAge is refused, so unused images are not removed by age"},
 	{InPlacePodVerticalScaling, Wired, "pkg/kubelet, pkg/engine/cri", "off: no allocation is kept and a changed container resource is not resized in place; no PodResizePending/PodResizeInProgress conditions"},
 	{KubeletFineGrainedAuthz, Wired, "pkg/kubelet, pkg/server", "off: /pods, /healthz and /configz are authorized as nodes/proxy only, not nodes/pods, nodes/healthz, nodes/configz first"},
+	{PodLevelResources, Wired, "pkg/engine/cri", "off: a pod with pod-level resources (spec.resources) is rejected with reason PodLevelResourcesNotSupported, as upstream"},
 	{PodObservedGenerationTracking, Wired, "pkg/engine/cri", "off: pod status and its conditions carry no observedGeneration"},
 	{PodReadyToStartContainersCondition, Wired, "pkg/pod/podstatus", "off: pods get no PodReadyToStartContainers condition"},
+	{ReloadKubeletServerCertificateFile, Wired, "pkg/kubelet, pkg/server", "off: tlsCertFile and tlsPrivateKeyFile are read once at start, not re-read when they change"},
 	{RotateKubeletServerCertificate, Wired, "pkg/config/kubeletconfig", "off: serverTLSBootstrap is refused, so the serving certificate comes from tlsCertFile or is self-signed"},
 	// Lacking.
 	{"CPUManagerPolicyBetaOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
@@ -113,7 +117,6 @@ var Table = []Gate{
 	{"NodeSwap", Lacking, "", "swap for pods (memorySwap)"},
 	{"PodAndContainerStatsFromCRI", Lacking, "", "taking every pod and container stat from CRI alone"},
 	{"PodCertificateRequest", Lacking, "", "podCertificate projected volume sources"},
-	{"PodLevelResources", Lacking, "", "pod-level resources (spec.resources)"},
 	{"PodLogsQuerySplitStreams", Lacking, "", "stream selection of kubectl logs"},
 	{"QOSReserved", Lacking, "", "qosReserved"},
 	{"RecursiveReadOnlyMounts", Lacking, "", "recursiveReadOnly volume mounts"},

@@ -16,6 +16,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
+	"github.com/gokubelet/kubelet/pkg/pod/admission"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
@@ -167,6 +168,12 @@ func New(d Deps) *Engine {
 	e.workers = podworkers.New(e.observer.InstrumentHandler(e), podworkers.Options{Resync: d.Resync, Clock: d.Clock})
 	e.loopHeartbeat.Store(d.Clock.Now().UnixNano())
 	d.Core.SetLifecycle(e)
+	if !d.Features.Enabled(features.PodLevelResources) {
+		e.admitHandlers = append(e.admitHandlers, func(pod *v1.Pod) (bool, string, string) {
+			r := admission.PodLevelResourcesOff(pod)
+			return r.Admit, r.Reason, r.Message
+		})
+	}
 	return e
 }
 

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/config/features"
@@ -75,4 +76,29 @@ func TestEngineFeatureGatesOff(t *testing.T) {
 			t.Errorf("allocatedResources %v, conditions %v", st.ContainerStatuses[0].AllocatedResources, st.Conditions)
 		}
 	})
+}
+
+// PodLevelResources off: a pod with spec.resources is rejected with
+// upstream's reason; on (the default), it runs.
+func TestPodLevelResourcesGate(t *testing.T) {
+	pod := func() *v1.Pod {
+		p := testPod("plr", "pod-level", "")
+		p.Spec.Resources = &v1.ResourceRequirements{Limits: v1.ResourceList{v1.ResourceCPU: resource.MustParse("500m")}}
+		return p
+	}
+	statusOf(t, func(*Deps) {}, pod())
+
+	h := newHarnessWith(t, func(d *Deps) { d.Features = d.Features.With(features.PodLevelResources, false) })
+	h.send(podconfig.ADD, pod())
+	eventually.True(h.t, "the pod Failed", func() bool { return h.phase("plr") == v1.PodFailed })
+	st, _ := h.core.Status().GetPodStatus("plr")
+	if st.Reason != "PodLevelResourcesNotSupported" || st.Message != "PodLevelResources feature gate is disabled" {
+		t.Errorf("reason %q message %q", st.Reason, st.Message)
+	}
+	if n := h.rt.count("SyncPod"); n != 0 {
+		t.Errorf("the rejected pod reached the runtime (%d SyncPod calls)", n)
+	}
+	// A pod without pod-level resources still runs.
+	h.send(podconfig.ADD, testPod("plain", "plain", "100m"))
+	eventually.True(h.t, "the plain pod Running", func() bool { return h.phase("plain") == v1.PodRunning })
 }
