@@ -252,28 +252,29 @@ func TestUpstreamFlagsAcceptedWithWarning(t *testing.T) {
 
 // Feature gates: known upstream gates are accepted, unknown ones and
 // changes of locked gates are refused, flags win over the file. One
-// warning names the gates on whose feature this kubelet lacks (ImageVolume
-// turned on here, not KubeletPSI turned off); a gate with no kubelet
-// feature set to a non-default value is warned about by itself; a wired
-// gate turned off is not warned about, it takes effect.
+// warning names the gates on whose feature this kubelet lacks (MemoryQoS
+// turned on here, not KubeletSeparateDiskGC turned off); a gate with no
+// kubelet feature set to a non-default value is warned about by itself; a
+// wired gate turned off is not warned about, it takes effect. (The gates
+// used are unlocked in upstream 1.34 and 1.37 alike.)
 func TestFeatureGates(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "k.yaml")
-	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  KubeletPSI: false\n  LoggingBetaOptions: false\n  ImageVolume: false\n  PodDeletionCost: false\n"), 0o600)
+	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  KubeletSeparateDiskGC: false\n  LoggingBetaOptions: false\n  MemoryQoS: false\n  PodDeletionCost: false\n"), 0o600)
 	var got *kubeletconfig.Settings
 	run := func(_ context.Context, s *kubeletconfig.Settings) error { got = s; return nil }
-	if _, _, err := execute(t, run, "--config", cfg, "--hostname-override=n1", "--root-dir", dir, "--feature-gates=ImageVolume=true,PodReadyToStartContainersCondition=false"); err != nil {
+	if _, _, err := execute(t, run, "--config", cfg, "--hostname-override=n1", "--root-dir", dir, "--feature-gates=MemoryQoS=true,RotateKubeletServerCertificate=false"); err != nil {
 		t.Fatal(err)
 	}
-	if got.FeatureGates.Enabled("KubeletPSI") || got.FeatureGates.Enabled("LoggingBetaOptions") || !got.FeatureGates.Enabled("ImageVolume") {
-		t.Errorf("effective gates wrong: KubeletPSI=%v LoggingBetaOptions=%v ImageVolume=%v", got.FeatureGates.Enabled("KubeletPSI"),
-			got.FeatureGates.Enabled("LoggingBetaOptions"), got.FeatureGates.Enabled("ImageVolume"))
+	if got.FeatureGates.Enabled("KubeletSeparateDiskGC") || got.FeatureGates.Enabled("LoggingBetaOptions") || !got.FeatureGates.Enabled("MemoryQoS") {
+		t.Errorf("effective gates wrong: KubeletSeparateDiskGC=%v LoggingBetaOptions=%v MemoryQoS=%v", got.FeatureGates.Enabled("KubeletSeparateDiskGC"),
+			got.FeatureGates.Enabled("LoggingBetaOptions"), got.FeatureGates.Enabled("MemoryQoS"))
 	}
-	if got.Features.Enabled(features.PodReadyToStartContainersCondition) || !got.Features.Enabled(features.InPlacePodVerticalScaling) {
-		t.Errorf("wired features: PodReadyToStartContainersCondition=%v InPlacePodVerticalScaling=%v",
-			got.Features.Enabled(features.PodReadyToStartContainersCondition), got.Features.Enabled(features.InPlacePodVerticalScaling))
+	if got.Features.Enabled(features.RotateKubeletServerCertificate) || !got.Features.Enabled(features.ReloadKubeletServerCertificateFile) {
+		t.Errorf("wired features: RotateKubeletServerCertificate=%v ReloadKubeletServerCertificateFile=%v",
+			got.Features.Enabled(features.RotateKubeletServerCertificate), got.Features.Enabled(features.ReloadKubeletServerCertificateFile))
 	}
-	if got.Config.FeatureGates["ImageVolume"] != true {
+	if got.Config.FeatureGates["MemoryQoS"] != true {
 		t.Errorf("the flag's gate is not in the effective configuration: %v", got.Config.FeatureGates)
 	}
 	var lacking string
@@ -282,14 +283,14 @@ func TestFeatureGates(t *testing.T) {
 			lacking = w
 		}
 	}
-	if !strings.Contains(lacking, "ImageVolume") || strings.Contains(lacking, "KubeletPSI") {
+	if !strings.Contains(lacking, "MemoryQoS") || strings.Contains(lacking, "KubeletSeparateDiskGC") {
 		t.Errorf("lacking-feature warning: %q", lacking)
 	}
 	warned := strings.Join(got.Warnings, "\n")
 	if !strings.Contains(warned, "PodDeletionCost=false is not acted on") {
 		t.Errorf("no warning about PodDeletionCost=false:\n%s", warned)
 	}
-	for _, quiet := range []string{"LoggingBetaOptions", "PodReadyToStartContainersCondition", "KubeletPSI"} {
+	for _, quiet := range []string{"LoggingBetaOptions", "RotateKubeletServerCertificate", "KubeletSeparateDiskGC"} {
 		if strings.Contains(warned, quiet) {
 			t.Errorf("%s was warned about:\n%s", quiet, warned)
 		}

