@@ -136,6 +136,9 @@ func compatFlags() string {
 	quoted := make([]string, len(names))
 	for i, n := range names {
 		quoted[i] = "`--" + n + "`"
+		if field, ok := kubeletconfig.CompatFlagFields[n]; ok {
+			quoted[i] += " (`" + field + "`)"
+		}
 	}
 	return fmt.Sprintf("%d flags: %s.\n", len(names), strings.Join(quoted, ", "))
 }

@@ -40,6 +40,61 @@ func UpstreamFlags() []UpstreamFlag {
 	return out
 }
 
+// CompatFlagFields maps each upstream flag this kubelet accepts without
+// implementing it and that sets a KubeletConfiguration field to the field
+// (its JSON name), as upstream's cmd/kubelet/app/options binds it. An
+// upstream flag that sets a field this kubelet implements is bound instead
+// (ConfigFlagNames); TestAcceptedOnlyFlags fails when a field here becomes
+// implemented, or when an accepted-only flag is in neither this map nor
+// compatFlagsWithoutField.
+var CompatFlagFields = map[string]string{
+	"cpu-manager-policy":                "cpuManagerPolicy",
+	"cpu-manager-policy-options":        "cpuManagerPolicyOptions",
+	"cpu-manager-reconcile-period":      "cpuManagerReconcilePeriod",
+	"fail-cgroupv1":                     "failCgroupV1",
+	"hairpin-mode":                      "hairpinMode",
+	"kernel-memcg-notification":         "kernelMemcgNotification",
+	"kubelet-cgroups":                   "kubeletCgroups",
+	"make-iptables-util-chains":         "makeIPTablesUtilChains",
+	"max-open-files":                    "maxOpenFiles",
+	"memory-manager-policy":             "memoryManagerPolicy",
+	"node-status-max-images":            "nodeStatusMaxImages",
+	"oom-score-adj":                     "oomScoreAdj",
+	"pod-cidr":                          "podCIDR",
+	"pods-per-core":                     "podsPerCore",
+	"protect-kernel-defaults":           "protectKernelDefaults",
+	"qos-reserved":                      "qosReserved",
+	"registry-burst":                    "registryBurst",
+	"registry-qps":                      "registryPullQPS",
+	"reserved-cpus":                     "reservedSystemCPUs",
+	"reserved-memory":                   "reservedMemory",
+	"runonce":                           "runOnce",
+	"streaming-connection-idle-timeout": "streamingConnectionIdleTimeout",
+	"system-cgroups":                    "systemCgroups",
+	"topology-manager-policy":           "topologyManagerPolicy",
+	"topology-manager-policy-options":   "topologyManagerPolicyOptions",
+	"topology-manager-scope":            "topologyManagerScope",
+	"volume-plugin-dir":                 "volumePluginDir",
+}
+
+// compatFlagsWithoutField are the accepted-only upstream flags that set no
+// KubeletConfiguration field (upstream's KubeletFlags, container runtime
+// options and cadvisor's global flags).
+var compatFlagsWithoutField = map[string]bool{
+	"application-metrics-count-limit": true, "boot-id-file": true, "cloud-provider": true,
+	"container-hints": true, "containerd": true, "containerd-namespace": true,
+	"enable-load-reader": true, "event-storage-age-limit": true, "event-storage-event-limit": true,
+	"exit-on-lock-contention": true, "experimental-allocatable-ignore-eviction": true,
+	"experimental-mounter-path": true, "global-housekeeping-interval": true,
+	"housekeeping-interval": true, "image-credential-provider-bin-dir": true,
+	"image-credential-provider-config": true, "lock-file": true, "log-cadvisor-usage": true,
+	"machine-id-file": true, "maximum-dead-containers": true,
+	"maximum-dead-containers-per-container": true, "minimum-container-ttl-duration": true,
+	"runtime-cgroups": true, "storage-driver-buffer-duration": true, "storage-driver-db": true,
+	"storage-driver-host": true, "storage-driver-password": true, "storage-driver-secure": true,
+	"storage-driver-table": true, "storage-driver-user": true,
+}
+
 // addCompatFlags accepts every flag of the upstream kubelet that this one
 // does not define (bools take no value, others take any value and may be
 // repeated). They are hidden from --help; setting one warns by name
@@ -73,6 +128,10 @@ func (o *Options) compatFlagWarnings() []string {
 	sort.Strings(names)
 	var out []string
 	for _, n := range names {
+		if field, ok := CompatFlagFields[n]; ok {
+			out = append(out, fmt.Sprintf("flag --%s is a flag of the upstream kubelet that this kubelet does not implement; it is ignored (it sets field %q, which is not implemented either)", n, field))
+			continue
+		}
 		out = append(out, fmt.Sprintf("flag --%s is a flag of the upstream kubelet that this kubelet does not implement; it is ignored", n))
 	}
 	return out

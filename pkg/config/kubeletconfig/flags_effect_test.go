@@ -115,14 +115,48 @@ func TestUpstreamFlagsTakeEffect(t *testing.T) {
 			}
 		})
 	}
-	// Every flag that maps to an implemented field is bound and shown
-	// here or in the older flag tests.
+}
+
+// Every upstream flag this kubelet only accepts is classified: it sets a
+// field this kubelet does not implement (CompatFlagFields), or no field at
+// all. So when a field becomes implemented, or the upstream list gains a
+// flag, this fails until the flag is bound or classified.
+func TestAcceptedOnlyFlags(t *testing.T) {
 	o := NewOptions()
 	o.AddFlags(pflag.NewFlagSet("kubelet", pflag.ContinueOnError))
+	compat := map[string]bool{}
 	for _, n := range o.CompatFlagNames() {
-		if field, ok := ConfigFlagNames[n]; ok {
-			t.Errorf("flag --%s sets %s but is only accepted for compatibility", n, field)
+		compat[n] = true
+		field, sets := CompatFlagFields[n]
+		switch {
+		case sets && IsImplemented(field):
+			t.Errorf("flag --%s sets %s, which is implemented: bind the flag (ConfigFlagNames)", n, field)
+		case !sets && !compatFlagsWithoutField[n]:
+			t.Errorf("upstream flag --%s is accepted-only and unclassified: bind it, or add it to CompatFlagFields or compatFlagsWithoutField", n)
+		case sets && compatFlagsWithoutField[n]:
+			t.Errorf("flag --%s is classified twice", n)
 		}
+		if _, bound := ConfigFlagNames[n]; bound {
+			t.Errorf("flag --%s is in ConfigFlagNames but only accepted", n)
+		}
+	}
+	for n := range CompatFlagFields {
+		if !compat[n] {
+			t.Errorf("CompatFlagFields has --%s, which is not an accepted-only flag (bound now, or gone upstream)", n)
+		}
+	}
+	for n := range compatFlagsWithoutField {
+		if !compat[n] {
+			t.Errorf("compatFlagsWithoutField has --%s, which is not an accepted-only flag", n)
+		}
+	}
+	// A warned flag names its field.
+	s, err := settingsFor(t, "--registry-qps=3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(s.Warnings, "\n"); !strings.Contains(w, "--registry-qps") || !strings.Contains(w, `"registryPullQPS"`) {
+		t.Errorf("warnings %q", s.Warnings)
 	}
 }
 
