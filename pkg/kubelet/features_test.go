@@ -3,7 +3,11 @@ package kubelet
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
@@ -55,5 +59,22 @@ func TestReloadKubeletServerCertificateFileGate(t *testing.T) {
 	s.Features = s.Features.With(features.ReloadKubeletServerCertificateFile, false)
 	if !servingTLSOptions(s).StaticCertFile {
 		t.Error("gate off: the certificate files are still reloaded")
+	}
+}
+
+// The configuration's start warnings (e.g. the gates on whose feature this
+// kubelet lacks) are Warning events on the node, not only log lines.
+func TestConfigWarningsAreNodeEvents(t *testing.T) {
+	rec := record.NewFakeRecorder(4)
+	reportConfigWarnings(rec, &v1.ObjectReference{Kind: "Node", Name: "n1"}, []string{"feature gates on whose feature this kubelet lacks: A", "flag --x is ignored"})
+	for _, want := range []string{"lacks: A", "--x"} {
+		select {
+		case e := <-rec.Events:
+			if !strings.HasPrefix(e, "Warning "+EventConfigurationWarning+" ") || !strings.Contains(e, want) {
+				t.Errorf("event %q, want a %s warning with %q", e, EventConfigurationWarning, want)
+			}
+		default:
+			t.Fatalf("no event for %q", want)
+		}
 	}
 }

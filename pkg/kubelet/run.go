@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -135,6 +136,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 	defer core.Shutdown()
+	// The configuration's warnings (logged by cmd/kubelet) are events on
+	// the Node too, so a cluster admin sees what the kubelet ignores.
+	reportConfigWarnings(core.Recorder(), core.NodeRef(), s.Warnings)
 
 	// Volumes: configMap, secret, projected and claim volumes need the API
 	// server (standalone, such pods wait with a reason).
@@ -477,4 +481,17 @@ func newAllocation(ctx context.Context, s *kubeletconfig.Settings) (*allocation.
 		return nil, nil, fmt.Errorf("pod resource allocations: %w", err)
 	}
 	return alloc, alloc, nil
+}
+
+// EventConfigurationWarning is the reason of the Node events that repeat
+// the configuration's start warnings (unknown or unimplemented fields,
+// ignored flags, gates whose feature this kubelet lacks).
+const EventConfigurationWarning = "KubeletConfigurationWarning"
+
+// reportConfigWarnings records each configuration warning as a Warning
+// event on the node.
+func reportConfigWarnings(rec record.EventRecorder, node *v1.ObjectReference, warnings []string) {
+	for _, w := range warnings {
+		rec.Eventf(node, v1.EventTypeWarning, EventConfigurationWarning, "%s", w)
+	}
 }
