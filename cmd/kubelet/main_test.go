@@ -302,3 +302,23 @@ func TestFeatureGates(t *testing.T) {
 		}
 	}
 }
+
+// Regression (issue 22): a KubeletConfiguration of the kind kubeadm 1.37
+// writes, with a field of a newer kubelet, starts the kubelet with a
+// warning naming the field instead of being refused.
+func TestNewerConfigFieldStartsWithWarning(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "k.yaml")
+	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ntlsCurvePreferences: [23]\ncgroupDriver: systemd\n"), 0o600)
+	var got *kubeletconfig.Settings
+	run := func(_ context.Context, s *kubeletconfig.Settings) error { got = s; return nil }
+	if _, _, err := execute(t, run, "--config", cfg, "--hostname-override=n1", "--root-dir", dir); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+	if got == nil || got.Config.CgroupDriver != "systemd" {
+		t.Fatalf("settings = %+v", got)
+	}
+	if w := strings.Join(got.Warnings, "\n"); !strings.Contains(w, `unknown field "tlsCurvePreferences"`) {
+		t.Errorf("no warning naming the field:\n%s", w)
+	}
+}
