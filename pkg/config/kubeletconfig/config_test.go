@@ -146,8 +146,8 @@ func TestDecodeConfig(t *testing.T) {
 	}{
 		{name: "yaml ok", data: header + "maxPods: 20\nsyncFrequency: 30s\n", wantMaxPods: 20},
 		{name: "json ok", data: `{"apiVersion":"kubelet.config.k8s.io/v1beta1","kind":"KubeletConfiguration","maxPods":20}`, wantMaxPods: 20},
-		{name: "field of a newer kubelet", data: header + "maxPods: 20\ntlsCurvePreferences: [23]\n", wantMaxPods: 20,
-			wantProblems: []string{`unknown field "tlsCurvePreferences"`}},
+		{name: "field of a newer kubelet", data: header + "maxPods: 20\nfieldOfAFutureKubelet: [23]\n", wantMaxPods: 20,
+			wantProblems: []string{`unknown field "fieldOfAFutureKubelet"`}},
 		{name: "unknown field", data: header + "maxPods: 20\nfooBar: 1\n", wantMaxPods: 20, wantProblems: []string{`unknown field "fooBar"`}},
 		{name: "unknown nested field", data: header + "maxPods: 20\nauthentication:\n  anonymous:\n    enabeld: true\n", wantMaxPods: 20,
 			wantProblems: []string{`unknown field "authentication.anonymous.enabeld"`}},
