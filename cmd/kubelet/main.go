@@ -25,6 +25,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 	"github.com/gokubelet/kubelet/pkg/kubelet"
+	"github.com/gokubelet/kubelet/pkg/server"
 )
 
 // version is the kubelet's version, set at build time with
@@ -62,6 +63,7 @@ func main() {
 func newCommand(ctx context.Context, stdout, stderr io.Writer, run runFunc) *cobra.Command {
 	opts := kubeletconfig.NewOptions()
 	var showVersion bool
+	var streamsPerCaller int
 
 	cmd := &cobra.Command{
 		Use:   "kubelet",
@@ -117,7 +119,10 @@ warned about by name when given; see docs/configuration.md.`,
 			}
 			klog.InfoS("Starting kubelet", "version", version, "node", settings.NodeName,
 				"config", settings.ConfigFile, "dropIns", settings.DropIns, "standalone", settings.Standalone())
-			return run(ctx, settings)
+			if streamsPerCaller < 0 {
+				return fmt.Errorf("--max-streams-per-caller: %d is negative (0 means no bound)", streamsPerCaller)
+			}
+			return run(kubelet.WithStreamsPerCaller(ctx, streamsPerCaller), settings)
 		},
 	}
 	cmd.SetOut(stdout)
@@ -126,6 +131,7 @@ warned about by name when given; see docs/configuration.md.`,
 	fs := cmd.Flags()
 	fs.SetNormalizeFunc(wordSepNormalize)
 	fs.BoolVar(&showVersion, "version", false, "Print the kubelet's version and exit.")
+	fs.IntVar(&streamsPerCaller, "max-streams-per-caller", server.DefaultStreamsPerCaller, "Container log, exec, attach and port-forward requests one authenticated caller of the kubelet API may have open at once; more are answered 429. Requests relayed by the API server all come from its kubelet client, so for them this bounds the node. 0: no bound (as the upstream kubelet). Not an upstream flag.")
 	opts.AddFlags(fs)
 	return cmd
 }

@@ -146,6 +146,10 @@ func newKubeletAPI(ctx context.Context, s *kubeletconfig.Settings, p apiParts) (
 		DebugFlagsHandler:   cfg.EnableDebugFlagsHandler == nil || *cfg.EnableDebugFlagsHandler,
 		Configz:             func() any { return configz(cfg) },
 		Routes:              p.routes,
+		Streams: server.StreamLimits{
+			PerCaller:   streamsPerCaller(ctx),
+			IdleTimeout: cfg.StreamingConnectionIdleTimeout.Duration,
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("kubelet API: %w", err)
@@ -169,4 +173,21 @@ func clientOf(c *node.Clients) kubernetes.Interface {
 		return nil
 	}
 	return c.Kube
+}
+
+type streamsPerCallerKey struct{}
+
+// WithStreamsPerCaller sets the bound on the container log and stream
+// requests one caller of the kubelet API has open at once
+// (--max-streams-per-caller; 0: no bound) for a Run with the returned
+// context. Without it the bound is server.DefaultStreamsPerCaller.
+func WithStreamsPerCaller(ctx context.Context, n int) context.Context {
+	return context.WithValue(ctx, streamsPerCallerKey{}, n)
+}
+
+func streamsPerCaller(ctx context.Context) int {
+	if n, ok := ctx.Value(streamsPerCallerKey{}).(int); ok {
+		return n
+	}
+	return server.DefaultStreamsPerCaller
 }
