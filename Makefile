@@ -50,6 +50,15 @@ cluster-down:
 clean:
 	rm -rf $(OUT)
 
+# Every Go fuzz target (func FuzzXxx beside the code), one after another,
+# FUZZTIME each (default 10m): static pods, kubelet and virtual-node config,
+# subPath, the atomic writer, the API's authorization mapping, CRI log lines
+# and tails. make test runs their seed corpora as ordinary tests.
+FUZZTIME ?= 10m
+.PHONY: fuzz
+fuzz:
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
 # Side-by-side benchmark against the upstream kubelet on the local cluster;
 # writes docs/benchmarks.md (see there). Well under 30 minutes here.
 .PHONY: bench bench-churn bench-scale bench-logs
