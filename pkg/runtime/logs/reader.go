@@ -112,7 +112,15 @@ func read(ctx context.Context, path string, opts Options, w *writer, alive func(
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	files := append(rotated, path)
+	// The current file is opened once: where a tail starts in it is found
+	// and read in the same file, even if it is rotated meanwhile.
+	cur, curErr := os.Open(path)
+	if curErr != nil && !(os.IsNotExist(curErr) && len(rotated) > 0 && !opts.Follow) {
+		return curErr
+	}
+	if cur != nil {
+		defer func() { cur.Close() }()
+	}
 	var start position
 	var tail *ring
 	if opts.TailLines >= 0 {
@@ -125,7 +133,7 @@ func read(ctx context.Context, path string, opts Options, w *writer, alive func(
 		if n < 0 {
 			n = math.MaxInt64
 		}
-		if start, err = tailStart(files, n, w.wants, opts.Since); err != nil {
+		if start, err = tailStart(rotated, cur, n, w.wants, opts.Since); err != nil {
 			return err
 		}
 	}
@@ -141,14 +149,10 @@ func read(ctx context.Context, path string, opts Options, w *writer, alive func(
 			klog.V(4).InfoS("Skipping a rotated log file", "path", rotated[i], "err", err)
 		}
 	}
-	cur, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) && len(rotated) > 0 && !opts.Follow {
-			return h.finish()
-		}
-		return err
+	if cur == nil {
+		// Rotated away and not recreated yet: the rotated files are the log.
+		return h.finish()
 	}
-	defer func() { cur.Close() }()
 	t := &tracked{File: cur}
 	if start.file == len(rotated) && start.off > 0 {
 		if _, err := cur.Seek(start.off, io.SeekStart); err != nil {

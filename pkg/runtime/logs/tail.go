@@ -195,26 +195,41 @@ func (f *tailFinder) add(m Message) (at, after bool) {
 	return f.counted >= f.n, false
 }
 
-// tailStart returns where a forward read of files (oldest first; the last
-// is the current file, whose unterminated last line is still being
-// written) starts to return the last n wanted lines. It reads backwards
-// from the end until it knows; a compressed file cannot be read
-// backwards, so reaching one means reading from the beginning (its lines
-// are older than those of the current and the newest rotated file, which
-// stays uncompressed).
-func tailStart(files []string, n int64, wants func(Stream, time.Time) bool, since time.Time) (position, error) {
+// tailStart returns where a forward read of the rotated files (oldest
+// first) and then the current file cur (nil when there is none) starts to
+// return the last n wanted lines; position.file len(rotated) is cur. The
+// current file's unterminated last line is still being written and does
+// not count. It reads backwards from the end until it knows; a compressed
+// file cannot be read backwards, so reaching one means reading from the
+// beginning (its lines are older than those of the current and the newest
+// rotated file, which stays uncompressed).
+func tailStart(rotated []string, cur *os.File, n int64, wants func(Stream, time.Time) bool, since time.Time) (position, error) {
 	f := &tailFinder{n: n, wants: wants, since: since}
-	for i := len(files) - 1; i >= 0; i-- {
-		if strings.HasSuffix(files[i], ".gz") {
-			klog.V(4).InfoS("Log tail reaches a compressed file; reading from the first file", "path", files[i])
+	if cur != nil {
+		p, found, err := tailStartIn(cur, true, f)
+		if err != nil {
+			return position{}, err
+		}
+		if found {
+			return position{file: len(rotated), off: p}, nil
+		}
+	}
+	for i := len(rotated) - 1; i >= 0; i-- {
+		if strings.HasSuffix(rotated[i], ".gz") {
+			klog.V(4).InfoS("Log tail reaches a compressed file; reading from the first file", "path", rotated[i])
 			return position{}, nil
 		}
-		p, found, err := tailStartIn(files[i], i == len(files)-1, f)
+		file, err := os.Open(rotated[i])
 		if err != nil {
 			if os.IsNotExist(err) {
-				// Rotated or removed meanwhile: the forward read copes.
+				// Compressed or removed meanwhile: the forward read copes.
 				continue
 			}
+			return position{}, err
+		}
+		p, found, err := tailStartIn(file, false, f)
+		file.Close()
+		if err != nil {
 			return position{}, err
 		}
 		if found {
@@ -224,12 +239,7 @@ func tailStart(files []string, n int64, wants func(Stream, time.Time) bool, sinc
 	return position{}, nil
 }
 
-func tailStartIn(path string, current bool, f *tailFinder) (int64, bool, error) {
-	file, err := os.Open(path)
-	if err != nil {
-		return 0, false, err
-	}
-	defer file.Close()
+func tailStartIn(file *os.File, current bool, f *tailFinder) (int64, bool, error) {
 	st, err := file.Stat()
 	if err != nil {
 		return 0, false, err

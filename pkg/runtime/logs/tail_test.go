@@ -283,9 +283,14 @@ func TestTailStartsNearTheEnd(t *testing.T) {
 		lines = append(lines, cri(i, "stdout", "F", fmt.Sprint(i)))
 	}
 	path := logFile(t, dir, "0.log", lines...)
-	files := []string{filepath.Join(dir, "0.log.20250301-095959"), path}
+	rotated := []string{filepath.Join(dir, "0.log.20250301-095959")}
+	cur, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cur.Close()
 	wants := func(Stream, time.Time) bool { return true }
-	p, err := tailStart(files, 3, wants, time.Time{})
+	p, err := tailStart(rotated, cur, 3, wants, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +299,7 @@ func TestTailStartsNearTheEnd(t *testing.T) {
 		t.Errorf("tail 3 starts at %+v, want file 1 offset %d (the line before the last 3)", p, wantOff)
 	}
 	// since: the start is right after the last line older than since.
-	p, err = tailStart(files, 1000, wants, t0.Add(990*time.Second))
+	p, err = tailStart(rotated, cur, 1000, wants, t0.Add(990*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
