@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -102,4 +101,3 @@ func BenchmarkTail(b *testing.B) {
 	}
 }
 
-var _ = io.Discard
