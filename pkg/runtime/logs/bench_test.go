@@ -100,4 +100,3 @@ func BenchmarkTail(b *testing.B) {
 		})
 	}
 }
-
