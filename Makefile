@@ -50,11 +50,26 @@ cluster-down:
 clean:
 	rm -rf $(OUT)
 
+# Every Go fuzz target (func FuzzXxx beside the code), one after another,
+# FUZZTIME each (default 10m): static pods, kubelet and virtual-node config,
+# subPath, the atomic writer, the API's authorization mapping, CRI log lines
+# and tails. make test runs their seed corpora as ordinary tests.
+FUZZTIME ?= 10m
+.PHONY: fuzz
+fuzz:
+	FUZZTIME=$(FUZZTIME) hack/fuzz.sh
+
 # Side-by-side benchmark against the upstream kubelet on the local cluster;
 # writes docs/benchmarks.md (see there). Well under 30 minutes here.
-.PHONY: bench bench-churn bench-scale
+.PHONY: bench bench-churn bench-scale bench-logs
 bench:
 	hack/bench.sh
+
+# kubectl logs --tail of 10 and 10,000 lines on a generated 100 MiB log
+# (pkg/runtime/logs BenchmarkTail; seconds, no cluster); also the last step
+# of make bench. Writes docs/benchmarks.md's logs section.
+bench-logs:
+	BENCH_MODE=logs hack/bench.sh
 
 # Thousands of pods created and deleted through our kubelet; reports what
 # the node accumulates (dead containers, images, logs, pod directories,

@@ -12,7 +12,9 @@
 # BENCH_MODE=scale (make bench-scale: virtual nodes against the API server's
 # floor, Virtual Kubelet and KWOK, no container runtime; BENCH_SCALE pods,
 # default 1000, BENCH_ROUNDS rounds, then one round of BENCH_SCALE_LARGE,
-# default 10000, 0 for none; rewrites only the scale section). Holds
+# default 10000, 0 for none; rewrites only the scale section),
+# BENCH_MODE=logs (make bench-logs: only the container-log tail benchmark,
+# no cluster; rewrites only the logs section, and holds no lock). Holds
 # /run/gokubelet/cluster.lock throughout, like the e2e tier, because both use
 # the cluster's one node identity.
 set -euo pipefail
@@ -28,6 +30,26 @@ WORK=/var/lib/gokubelet/bench/run
 LOCK=/run/gokubelet/cluster.lock
 
 mkdir -p /run/gokubelet "$BENCH_DIR"
+
+# The container-log step: kubectl logs --tail on a generated 100 MiB log
+# (pkg/runtime/logs BenchmarkTail), a few seconds, no cluster; writes the
+# logs section of $OUT. Part of every `make bench`; alone with
+# BENCH_MODE=logs (make bench-logs).
+bench_logs() {
+  local out=$BENCH_DIR/logs-bench.txt
+  go test -run '^$' -bench '^BenchmarkTail$' -benchtime "${BENCH_LOGS_TIMES:-10}x" ./pkg/runtime/logs >"$out"
+  go build -o "$BENCH_DIR/bench" ./test/bench
+  local commit
+  commit=$(git rev-parse --short HEAD)
+  git diff --quiet HEAD -- pkg/runtime/logs 2>/dev/null || commit="$commit (with uncommitted changes in pkg/runtime/logs)"
+  "$BENCH_DIR/bench" -logs-bench "$out" -out "$OUT" -commit "$commit"
+  echo "bench: wrote the logs section of $OUT" >&2
+}
+if [ "${BENCH_MODE:-}" = logs ]; then
+  bench_logs
+  exit 0
+fi
+
 exec 9>"$LOCK"
 if ! flock -n 9; then
   echo "bench: waiting for $LOCK (another cluster user, e.g. the e2e tier)" >&2
@@ -100,3 +122,4 @@ fi
   -rounds "$ROUNDS" -cri "unix://$(hack/containerd.sh socket bench)" \
   -work-dir "$WORK" -out "$OUT" -commit "$commit" ${BENCH_ARGS:-} 9>&-
 echo "bench: wrote $OUT; kubelet logs in $WORK" >&2
+bench_logs 9>&-

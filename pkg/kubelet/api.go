@@ -172,6 +172,10 @@ func handlerConfig(s *kubeletconfig.Settings, p apiParts, auth *server.Auth) ser
 		DebugFlagsHandler:   cfg.EnableDebugFlagsHandler == nil || *cfg.EnableDebugFlagsHandler,
 		Configz:             func() any { return configz(cfg) },
 		Routes:              p.routes,
+		Streams: server.StreamLimits{
+			PerCaller:   s.MaxStreamsPerCaller,
+			IdleTimeout: cfg.StreamingConnectionIdleTimeout.Duration,
+		},
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"k8s.io/kubelet/pkg/cri/streaming"
 	"k8s.io/kubelet/pkg/cri/streaming/portforward"
 	"k8s.io/kubelet/pkg/cri/streaming/remotecommand"
+	"k8s.io/utils/clock"
 )
 
 // Route is an endpoint another part of the kubelet mounts on its API
@@ -116,6 +117,12 @@ type Config struct {
 
 	// Routes are extra endpoints (see Route).
 	Routes []Route
+
+	// Streams bounds the log and stream requests of each caller and the
+	// idle time of a stream (see StreamLimits).
+	Streams StreamLimits
+	// Clock times idle streams (nil: the real clock).
+	Clock clock.Clock
 }
 
 // api dispatches parsed requests to the handlers.
@@ -124,6 +131,11 @@ type api struct {
 	routes []Route
 	// readOnly is the unauthenticated subset.
 	readOnly bool
+	// limiter bounds each caller's log and stream requests.
+	limiter *callerLimiter
+	// streamTransport dials the runtime's streaming server (nil: the
+	// proxy's default).
+	streamTransport http.RoundTripper
 }
 
 // NewHandler returns the kubelet API served on port (10250): every
@@ -138,7 +150,14 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.LogDir == "" {
 		cfg.LogDir = "/var/log"
 	}
-	a := &api{cfg: cfg, routes: sortRoutes(cfg.Routes)}
+	a := &api{cfg: cfg, routes: sortRoutes(cfg.Routes), limiter: newCallerLimiter(cfg.Streams.PerCaller)}
+	if cfg.Streams.IdleTimeout > 0 {
+		clk := cfg.Clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		a.streamTransport = &http.Transport{DialContext: idleDialer(cfg.Streams.IdleTimeout, clk)}
+	}
 	if cfg.DebuggingHandlers && cfg.ProfilingHandler && cfg.ContentionProfiling {
 		runtime.SetBlockProfileRate(1)
 	}
@@ -191,6 +210,11 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path), http.StatusMethodNotAllowed)
 		return
 	}
+	release, ok := a.limit(w, r, t)
+	if !ok {
+		return
+	}
+	defer release()
 	switch t.ep {
 	case epHealthz:
 		a.healthz(w, r, t.rest)
@@ -307,7 +331,7 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, t target) {
 		streaming.WriteError(err, w)
 		return
 	}
-	proxyStream(w, r, u)
+	proxyStream(w, r, u, a.streamTransport)
 }
 
 func (a *api) portForward(w http.ResponseWriter, r *http.Request, t target) {
@@ -325,7 +349,7 @@ func (a *api) portForward(w http.ResponseWriter, r *http.Request, t target) {
 		streaming.WriteError(err, w)
 		return
 	}
-	proxyStream(w, r, u)
+	proxyStream(w, r, u, a.streamTransport)
 }
 
 type proxyResponder struct{}
@@ -337,8 +361,8 @@ func (proxyResponder) Error(w http.ResponseWriter, r *http.Request, err error) {
 
 // proxyStream hands an upgrade request over to the runtime's streaming
 // server at u and copies both ways until either side closes.
-func proxyStream(w http.ResponseWriter, r *http.Request, u *url.URL) {
-	h := proxy.NewUpgradeAwareHandler(u, nil, false, true, proxyResponder{})
+func proxyStream(w http.ResponseWriter, r *http.Request, u *url.URL, transport http.RoundTripper) {
+	h := proxy.NewUpgradeAwareHandler(u, transport, false, true, proxyResponder{})
 	h.ServeHTTP(w, r)
 }
 

@@ -98,6 +98,12 @@ func (s *streamingContainers) GetPortForward(_ context.Context, p *v1.Pod, ports
 // server and returns a client config for it.
 func streamingAPI(t *testing.T) *rest.Config {
 	t.Helper()
+	return streamingAPIWith(t, Config{})
+}
+
+// streamingAPIWith is streamingAPI with cfg's Streams and Clock.
+func streamingAPIWith(t *testing.T, extra Config) *rest.Config {
+	t.Helper()
 	backend := httptest.NewUnstartedServer(nil)
 	cfg := streaming.DefaultConfig
 	cfg.Addr = backend.Listener.Addr().String()
@@ -109,7 +115,7 @@ func streamingAPI(t *testing.T) *rest.Config {
 	backend.Config.Handler = srv
 	backend.Start()
 	t.Cleanup(backend.Close)
-	h := allowAll(t, Config{Pods: lookupOf(&fakeSource{}, testPod()), Containers: &streamingContainers{srv: srv}, DebuggingHandlers: true})
+	h := allowAll(t, Config{Pods: lookupOf(&fakeSource{}, testPod()), Containers: &streamingContainers{srv: srv}, DebuggingHandlers: true, Streams: extra.Streams, Clock: extra.Clock})
 	addr := serveTLS(t, TLSOptions{CertDir: t.TempDir()}, h)
 	return &rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/gokubelet/kubelet/pkg/node/objects"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/volume/atomicwriter"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 	"github.com/gokubelet/kubelet/pkg/volume/subpath"
@@ -374,6 +375,11 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 
 // RemovePodDir tears the pod's volumes down and removes its directory.
 func (m *Manager) RemovePodDir(ctx context.Context, uid types.UID) error {
+	if err := podspec.UIDPathElement(string(uid)); err != nil {
+		// Never a RemoveAll of pods/../.. or of pods/ itself: admission
+		// refuses such pods, so none has a directory of its own.
+		return fmt.Errorf("not removing the directory of pod UID %q: %w", uid, err)
+	}
 	if err := m.TearDownPod(ctx, uid); err != nil {
 		return err
 	}

@@ -152,3 +152,26 @@ func TestTearDownAndOrphans(t *testing.T) {
 		t.Errorf("kept pod has %d mounts", n)
 	}
 }
+
+// Regression (issue 23): removing a pod whose UID is "../../victim" ran
+// RemoveAll outside the root dir.
+func TestRemovePodDirStaysInsideTheRootDir(t *testing.T) {
+	e := newEnv(t)
+	victim := filepath.Join(e.root, "victim")
+	if err := os.MkdirAll(filepath.Join(victim, "data"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(e.root, "pods", "kept"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, uid := range []string{"../victim", "../../" + filepath.Base(e.root) + "/victim", "..", ".", "", "a/../../victim"} {
+		if err := e.m.RemovePodDir(context.Background(), types.UID(uid)); err == nil {
+			t.Errorf("RemovePodDir(%q) succeeded", uid)
+		}
+	}
+	for _, dir := range []string{filepath.Join(victim, "data"), filepath.Join(e.root, "pods", "kept")} {
+		if _, err := os.Stat(dir); err != nil {
+			t.Errorf("%s was removed: %v", dir, err)
+		}
+	}
+}

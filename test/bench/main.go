@@ -114,7 +114,15 @@ func main() {
 	flag.StringVar(&o.scale.contenderKubeconfig, "contender-kubeconfig", "/var/lib/gokubelet/cluster/virtual-nodes.kubeconfig", "the contenders' identity (hack/virtual-nodes.sh creds)")
 	flag.StringVar(&o.scale.oursTop, "ours-config-top", "", "lines added at the top level of our kubelet's VirtualNodes file (scale)")
 	flag.StringVar(&o.scale.oursNode, "ours-config-node", "", "lines added to its node (scale), e.g. \"podSync: {workers: 100}\"")
+	logsBench := flag.String("logs-bench", "", "write docs' logs section from this `go test -bench BenchmarkTail` output instead of benchmarking kubelets")
 	flag.Parse()
+	if *logsBench != "" {
+		if err := writeLogsSection(*logsBench, o.out, o.commit); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
 	o.scale.kinds = strings.Split(o.scaleKind, ",")
 	if o.ours == "" || (o.upstream == "" && o.churn == 0 && o.scale.pods == 0) {
 		fmt.Fprintln(os.Stderr, "bench: -ours and -upstream are required")

@@ -2,12 +2,12 @@ package main
 
 import "strings"
 
-// The report's sections written by one mode only (churn, scale) sit between
+// The report's sections written by one mode only (churn, scale, logs) sit between
 // markers: the mode that writes one replaces only it, and the others keep it
 // when they rewrite the rest of the file.
 
 // keptSections are the sections `make bench` keeps, in order.
-var keptSections = []string{"churn", "scale"}
+var keptSections = []string{"churn", "scale", "logs"}
 
 func sectionMarkers(name string) (begin, end string) {
 	return "<!-- " + name + ":begin -->", "<!-- " + name + ":end -->"

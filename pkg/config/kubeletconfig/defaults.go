@@ -17,6 +17,9 @@ const (
 	DefaultResolvConf               = "/etc/resolv.conf"
 	DefaultVolumePluginDir          = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec/"
 	DefaultCgroupRoot               = "/"
+	// DefaultMaxStreamsPerCaller bounds the container log and stream
+	// requests one caller of the kubelet API has open at once.
+	DefaultMaxStreamsPerCaller = 100
 )
 
 // DefaultEvictionHard returns the hard eviction thresholds used when the

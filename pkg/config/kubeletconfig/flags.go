@@ -42,6 +42,7 @@ type Options struct {
 	NodeLabels              map[string]string
 	PodInfraContainerImage  string
 	VirtualNodesConfig      string
+	MaxStreamsPerCaller     int
 
 	// flagCfg receives the values of the flags that map to config fields.
 	flagCfg kubeletv1beta1.KubeletConfiguration
@@ -61,69 +62,71 @@ type Options struct {
 // NewOptions returns Options holding the flag defaults.
 func NewOptions() *Options {
 	return &Options{
-		RootDir:      DefaultRootDir,
-		NodeLabels:   map[string]string{},
-		FeatureGates: map[string]bool{},
-		flagCfg:      *NewDefaultConfig(),
-		overrides:    map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration){},
-		hostname:     os.Hostname,
+		RootDir:             DefaultRootDir,
+		MaxStreamsPerCaller: DefaultMaxStreamsPerCaller,
+		NodeLabels:          map[string]string{},
+		FeatureGates:        map[string]bool{},
+		flagCfg:             *NewDefaultConfig(),
+		overrides:           map[string]func(dst, src *kubeletv1beta1.KubeletConfiguration){},
+		hostname:            os.Hostname,
 	}
 }
 
 // ConfigFlagNames maps each flag that overrides a config field to the
 // field's JSON name.
 var ConfigFlagNames = map[string]string{
-	"container-runtime-endpoint":             "containerRuntimeEndpoint",
-	"pod-manifest-path":                      "staticPodPath",
-	"manifest-url":                           "staticPodURL",
-	"register-with-taints":                   "registerWithTaints",
-	"register-node":                          "registerNode",
-	"healthz-port":                           "healthzPort",
-	"healthz-bind-address":                   "healthzBindAddress",
-	"read-only-port":                         "readOnlyPort",
-	"address":                                "address",
-	"port":                                   "port",
-	"max-pods":                               "maxPods",
-	"cgroup-driver":                          "cgroupDriver",
-	"fail-swap-on":                           "failSwapOn",
-	"sync-frequency":                         "syncFrequency",
-	"file-check-frequency":                   "fileCheckFrequency",
-	"http-check-frequency":                   "httpCheckFrequency",
-	"kube-api-qps":                           "kubeAPIQPS",
-	"kube-api-burst":                         "kubeAPIBurst",
-	"cluster-domain":                         "clusterDomain",
-	"cluster-dns":                            "clusterDNS",
-	"cgroup-root":                            "cgroupRoot",
-	"resolv-conf":                            "resolvConf",
-	"allowed-unsafe-sysctls":                 "allowedUnsafeSysctls",
-	"seccomp-default":                        "seccompDefault",
-	"image-service-endpoint":                 "imageServiceEndpoint",
-	"runtime-request-timeout":                "runtimeRequestTimeout",
-	"serialize-image-pulls":                  "serializeImagePulls",
-	"node-status-update-frequency":           "nodeStatusUpdateFrequency",
-	"event-qps":                              "eventRecordQPS",
-	"event-burst":                            "eventBurst",
-	"provider-id":                            "providerID",
-	"kube-api-content-type":                  "contentType",
-	"enable-controller-attach-detach":        "enableControllerAttachDetach",
-	"kube-reserved":                          "kubeReserved",
-	"system-reserved":                        "systemReserved",
-	"eviction-hard":                          "evictionHard",
-	"logging-format":                         "logging",
-	"feature-gates":                          "featureGates",
-	"enable-server":                          "enableServer",
-	"tls-cert-file":                          "tlsCertFile",
-	"tls-private-key-file":                   "tlsPrivateKeyFile",
-	"tls-cipher-suites":                      "tlsCipherSuites",
-	"tls-min-version":                        "tlsMinVersion",
-	"rotate-certificates":                    "rotateCertificates",
-	"rotate-server-certificates":             "serverTLSBootstrap",
-	"anonymous-auth":                         "authentication.anonymous.enabled",
-	"authentication-token-webhook":           "authentication.webhook.enabled",
-	"authentication-token-webhook-cache-ttl": "authentication.webhook.cacheTTL",
-	"client-ca-file":                         "authentication.x509.clientCAFile",
-	"authorization-mode":                     "authorization.mode",
-	"authorization-webhook-cache-authorized-ttl":   "authorization.webhook.cacheAuthorizedTTL",
+	"container-runtime-endpoint":                 "containerRuntimeEndpoint",
+	"pod-manifest-path":                          "staticPodPath",
+	"manifest-url":                               "staticPodURL",
+	"register-with-taints":                       "registerWithTaints",
+	"register-node":                              "registerNode",
+	"healthz-port":                               "healthzPort",
+	"healthz-bind-address":                       "healthzBindAddress",
+	"read-only-port":                             "readOnlyPort",
+	"address":                                    "address",
+	"port":                                       "port",
+	"max-pods":                                   "maxPods",
+	"cgroup-driver":                              "cgroupDriver",
+	"fail-swap-on":                               "failSwapOn",
+	"sync-frequency":                             "syncFrequency",
+	"file-check-frequency":                       "fileCheckFrequency",
+	"http-check-frequency":                       "httpCheckFrequency",
+	"kube-api-qps":                               "kubeAPIQPS",
+	"kube-api-burst":                             "kubeAPIBurst",
+	"cluster-domain":                             "clusterDomain",
+	"cluster-dns":                                "clusterDNS",
+	"cgroup-root":                                "cgroupRoot",
+	"resolv-conf":                                "resolvConf",
+	"allowed-unsafe-sysctls":                     "allowedUnsafeSysctls",
+	"seccomp-default":                            "seccompDefault",
+	"image-service-endpoint":                     "imageServiceEndpoint",
+	"runtime-request-timeout":                    "runtimeRequestTimeout",
+	"streaming-connection-idle-timeout":          "streamingConnectionIdleTimeout",
+	"serialize-image-pulls":                      "serializeImagePulls",
+	"node-status-update-frequency":               "nodeStatusUpdateFrequency",
+	"event-qps":                                  "eventRecordQPS",
+	"event-burst":                                "eventBurst",
+	"provider-id":                                "providerID",
+	"kube-api-content-type":                      "contentType",
+	"enable-controller-attach-detach":            "enableControllerAttachDetach",
+	"kube-reserved":                              "kubeReserved",
+	"system-reserved":                            "systemReserved",
+	"eviction-hard":                              "evictionHard",
+	"logging-format":                             "logging",
+	"feature-gates":                              "featureGates",
+	"enable-server":                              "enableServer",
+	"tls-cert-file":                              "tlsCertFile",
+	"tls-private-key-file":                       "tlsPrivateKeyFile",
+	"tls-cipher-suites":                          "tlsCipherSuites",
+	"tls-min-version":                            "tlsMinVersion",
+	"rotate-certificates":                        "rotateCertificates",
+	"rotate-server-certificates":                 "serverTLSBootstrap",
+	"anonymous-auth":                             "authentication.anonymous.enabled",
+	"authentication-token-webhook":               "authentication.webhook.enabled",
+	"authentication-token-webhook-cache-ttl":     "authentication.webhook.cacheTTL",
+	"client-ca-file":                             "authentication.x509.clientCAFile",
+	"authorization-mode":                         "authorization.mode",
+	"authorization-webhook-cache-authorized-ttl": "authorization.webhook.cacheAuthorizedTTL",
 	"authorization-webhook-cache-unauthorized-ttl": "authorization.webhook.cacheUnauthorizedTTL",
 	"enable-debugging-handlers":                    "enableDebuggingHandlers",
 	"contention-profiling":                         "enableContentionProfiling",
@@ -166,6 +169,7 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CertDir, "cert-dir", o.CertDir, "Directory of the kubelet's certificates (default <root-dir>/pki): the bootstrapped and rotated client certificate (kubelet-client-current.pem), the serving certificate of serverTLSBootstrap (kubelet-server-current.pem) or the self-signed one (kubelet.crt, kubelet.key). Not used for serving when tlsCertFile and tlsPrivateKeyFile are set.")
 	fs.Var(&labelsValue{m: &o.NodeLabels}, "node-labels", fmt.Sprintf("Labels to add to the node when registering it, as key=value pairs separated by ','. Labels in the kubernetes.io and k8s.io namespaces must have one of the prefixes (%s) or be one of (%s).", strings.Join(kubeletapis.KubeletLabelNamespaces(), ", "), strings.Join(kubeletapis.KubeletLabels(), ", ")))
 	fs.StringVar(&o.VirtualNodesConfig, "virtual-nodes-config", o.VirtualNodesConfig, "Path to a VirtualNodes file (gokubelet.io/v1alpha1): virtual nodes this process runs beside (or, with realNode: false, instead of) this machine's node, each with a provider (mock, kubernetes). Re-read while running: nodes added or removed there are added or removed. See docs/virtual-nodes.md.")
+	fs.IntVar(&o.MaxStreamsPerCaller, "max-streams-per-caller", o.MaxStreamsPerCaller, "Container log, exec, attach and port-forward requests one authenticated caller of the kubelet API may have open at once; more are answered 429. Requests relayed by the API server all come from its kubelet client, so for them this bounds the node. 0: no bound (as the upstream kubelet). Not an upstream flag.")
 	fs.StringVar(&o.PodInfraContainerImage, "pod-infra-container-image", o.PodInfraContainerImage, "Accepted for compatibility and ignored: the container runtime chooses the sandbox (pause) image.")
 
 	o.bind("container-runtime-endpoint", func(d, s *kubeletv1beta1.KubeletConfiguration) {
@@ -274,6 +278,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ImageServiceEndpoint, "image-service-endpoint", c.ImageServiceEndpoint, "Endpoint of the CRI image service, when not the runtime endpoint (imageServiceEndpoint).")
 	o.bind("runtime-request-timeout", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.RuntimeRequestTimeout = s.RuntimeRequestTimeout })
 	fs.DurationVar(&c.RuntimeRequestTimeout.Duration, "runtime-request-timeout", c.RuntimeRequestTimeout.Duration, "Timeout of CRI requests except long-running ones (runtimeRequestTimeout).")
+	o.bind("streaming-connection-idle-timeout", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.StreamingConnectionIdleTimeout = s.StreamingConnectionIdleTimeout
+	})
+	fs.DurationVar(&c.StreamingConnectionIdleTimeout.Duration, "streaming-connection-idle-timeout", c.StreamingConnectionIdleTimeout.Duration, "Exec, attach and port-forward streams with no traffic for this long are closed (streamingConnectionIdleTimeout; 0: never).")
 	o.bind("serialize-image-pulls", func(d, s *kubeletv1beta1.KubeletConfiguration) {
 		d.SerializeImagePulls = ptr.To(*s.SerializeImagePulls)
 	})
@@ -487,6 +495,10 @@ func (o *Options) Settings() (*Settings, error) {
 	if err != nil {
 		errs = append(errs, field.Invalid(flagPath("hostname-override"), o.HostnameOverride, err.Error()))
 	}
+	if o.MaxStreamsPerCaller < 0 {
+		errs = append(errs, field.Invalid(flagPath("max-streams-per-caller"), o.MaxStreamsPerCaller, "negative (0 means no bound)"))
+	}
+	s.MaxStreamsPerCaller = o.MaxStreamsPerCaller
 	if o.VirtualNodesConfig != "" {
 		s.VirtualNodesConfigFile = o.VirtualNodesConfig
 		s.VirtualNodes, err = virtualnodes.Load(o.VirtualNodesConfig)

@@ -47,6 +47,10 @@ type Settings struct {
 	// VirtualNodes its content, validated.
 	VirtualNodesConfigFile string
 	VirtualNodes           *virtualnodes.Config
+	// MaxStreamsPerCaller is --max-streams-per-caller: how many container
+	// log and stream requests one caller of the kubelet API may have open at
+	// once (0: no bound).
+	MaxStreamsPerCaller int
 	// Warnings are messages about accepted but unimplemented settings, to be
 	// logged at start.
 	Warnings []string

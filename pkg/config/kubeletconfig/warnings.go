@@ -27,7 +27,7 @@ var ImplementedFields = []string{
 	"healthzPort", "healthzBindAddress",
 	"authentication", "authorization",
 	"tlsCertFile", "tlsPrivateKeyFile", "tlsCipherSuites", "tlsMinVersion",
-	"rotateCertificates", "serverTLSBootstrap",
+	"rotateCertificates", "serverTLSBootstrap", "streamingConnectionIdleTimeout",
 	"enableDebuggingHandlers", "enableSystemLogHandler", "enableProfilingHandler",
 	"enableContentionProfiling", "enableDebugFlagsHandler",
 	// API client and registration.

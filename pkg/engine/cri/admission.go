@@ -73,7 +73,12 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 		return false
 	}
 	node := e.core.Node()
-	res := admission.Security(p, node, e.security.Sysctls, e.security.AppArmorError)
+	// What the pod carries into host paths and cgroup files comes first:
+	// nothing below may see a UID like "../x" or a quantity that wraps.
+	res := admission.Input(p)
+	if res.Admit {
+		res = admission.Security(p, node, e.security.Sysctls, e.security.AppArmorError)
+	}
 	if res.Admit {
 		if ok, reason, msg := e.runAdmitHandlers(ctx, p); !ok {
 			res = admission.Result{Reason: reason, Message: msg}

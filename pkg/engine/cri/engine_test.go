@@ -326,3 +326,33 @@ func TestActiveDeadline(t *testing.T) {
 		t.Errorf("a terminal pod exceeded its deadline")
 	}
 }
+
+// Regression (issue 23): a pod whose UID is not one clean path element, or
+// whose quantities wrap around in cgroup arithmetic, is refused at
+// admission with a reason before anything touches a host path or a cgroup.
+func TestAdmissionRefusesHostileUIDAndQuantities(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct {
+		pod    *v1.Pod
+		reason string
+	}{
+		{pod: apiPod(testPod("../../victim", "escape", "")), reason: "InvalidPodUID"},
+		{pod: testPod("huge-cpu", "huge-cpu", "1e18"), reason: "ResourceQuantityTooLarge"},
+		{pod: func() *v1.Pod {
+			p := testPod("huge-mem", "huge-mem", "")
+			p.Spec.Containers[0].Resources.Limits = v1.ResourceList{v1.ResourceMemory: resource.MustParse("1e30")}
+			return p
+		}(), reason: "ResourceQuantityTooLarge"},
+	} {
+		h.send(podconfig.ADD, tc.pod)
+		uid := tc.pod.UID
+		eventually.True(h.t, string(uid)+" Failed", func() bool { return h.phase(uid) == v1.PodFailed })
+		st, _ := h.core.Status().GetPodStatus(uid)
+		if st.Reason != tc.reason {
+			t.Errorf("%s: reason %q, want %q (message %q)", uid, st.Reason, tc.reason, st.Message)
+		}
+	}
+	if n := h.rt.count("SyncPod"); n != 0 {
+		t.Errorf("SyncPod calls = %d, want 0: a refused pod reached the runtime", n)
+	}
+}

@@ -172,6 +172,10 @@ func Decide(desired, allocated *v1.Pod, others []*v1.Pod, node *v1.Node) Decisio
 	if node == nil {
 		return Decision{PendingReason: v1.PodReasonDeferred, PendingMessage: "Kubelet cannot get node info."}
 	}
+	if res := admission.Input(desired); !res.Admit {
+		// Quantities a cgroup cannot hold would wrap around below.
+		return Decision{PendingReason: v1.PodReasonInfeasible, PendingMessage: res.Message}
+	}
 	alloc := node.Status.Allocatable
 	req := resourcehelper.PodRequests(podspec.WithDefaultedRequests(desired), resourcehelper.PodResourcesOptions{})
 	if memReq, memCap := req.Memory().Value(), alloc.Memory().Value(); memReq > memCap {

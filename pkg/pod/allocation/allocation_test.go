@@ -37,6 +37,8 @@ func TestDecide(t *testing.T) {
 		{"fits", pod("a", "1", "1Gi"), pod("a", "500m", "1Gi"), true, "", ""},
 		{"more than the node has", pod("a", "500m", "5Gi"), pod("a", "500m", "1Gi"), false, v1.PodReasonInfeasible, "Node didn't have enough capacity: memory, requested: 5368709120, capacity: 4294967296"},
 		{"more cpu than the node has", pod("a", "3", "1Gi"), pod("a", "500m", "1Gi"), false, v1.PodReasonInfeasible, "Node didn't have enough capacity: cpu, requested: 3000, capacity: 2000"},
+		{"resize to cpu 1e18 (attack: wraps around in the CFS quota)", pod("a", "1e18", "1Gi"), pod("a", "500m", "1Gi"), false, v1.PodReasonInfeasible, "more than a cgroup can hold"},
+		{"resize to memory 1e30", pod("a", "500m", "1e30"), pod("a", "500m", "1Gi"), false, v1.PodReasonInfeasible, "memory is 1e30"},
 		{"not beside the others now", pod("a", "1500m", "1Gi"), pod("a", "500m", "1Gi"), false, v1.PodReasonDeferred, "Node didn't have enough resource: cpu"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

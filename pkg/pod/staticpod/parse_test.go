@@ -298,6 +298,10 @@ func TestParseErrors(t *testing.T) {
 		{"ephemeral containers", container("  ephemeralContainers: [{name: e, image: x}]\n"), "spec.ephemeralContainers: Forbidden"},
 		{"duplicate pods", minimal + "---\n" + minimal, "metadata.name: Duplicate value: \"default/web\""},
 		{"priority mismatch", strings.Replace(minimal, "spec:\n", "spec:\n  priorityClassName: system-node-critical\n  priority: 5\n", 1), "spec.priority: Invalid value: 5"},
+		{"uid ../../victim (attack: removing the pod would rm -rf outside the root dir)", strings.Replace(minimal, "name: web", "name: web\n  uid: ../../victim", 1), `metadata.uid: Invalid value: "../../victim": must be one clean path element`},
+		{"uid with a slash", strings.Replace(minimal, "name: web", "name: web\n  uid: a/b", 1), `metadata.uid: Invalid value: "a/b"`},
+		{"uid dot", strings.Replace(minimal, "name: web", "name: web\n  uid: \".\"", 1), `metadata.uid: Invalid value: "."`},
+		{"uid dot dot", strings.Replace(minimal, "name: web", "name: web\n  uid: \"..\"", 1), `metadata.uid: Invalid value: ".."`},
 		{"name too long with node", strings.Replace(minimal, "name: web", "name: "+strings.Repeat("a", 250), 1), "metadata.name: Invalid value"},
 	}
 	for _, tt := range tests {

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // validatePod checks a defaulted pod. It covers what a static pod most often
@@ -22,6 +24,14 @@ func validatePod(pod *v1.Pod) field.ErrorList {
 	} else {
 		for _, msg := range validation.IsDNS1123Subdomain(pod.Name) {
 			errs = append(errs, field.Invalid(meta.Child("name"), pod.Name, msg))
+		}
+	}
+	if pod.UID != "" {
+		// The UID names the pod's directories on the host (pods/<uid>,
+		// the log dir): one clean path element or nothing. Unset, it is
+		// derived from the manifest (identity.go).
+		if err := podspec.UIDPathElement(string(pod.UID)); err != nil {
+			errs = append(errs, field.Invalid(meta.Child("uid"), pod.UID, fmt.Sprintf("must be one clean path element: %v", err)))
 		}
 	}
 	for _, msg := range validation.IsDNS1123Label(pod.Namespace) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/pod/dns"
 	"github.com/gokubelet/kubelet/pkg/pod/hooks"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
 )
@@ -224,6 +225,11 @@ func (m *Manager) RemovePod(ctx context.Context, uid types.UID) error {
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
+	}
+	if podspec.UIDPathElement(string(uid)) != nil {
+		// Not one clean path element: no directory of its own to remove
+		// (admission refuses such pods before any is made).
+		return nil
 	}
 	if id.Name != "" {
 		_ = os.RemoveAll(PodLogDir(m.opts.PodLogsDir, id.Namespace, id.Name, string(uid)))

@@ -81,12 +81,16 @@ type Line struct {
 	// Content includes the final newline unless the line is still
 	// incomplete (the log ended within a partial line).
 	Content []byte
+	// seq orders lines by their last part: the number of messages read
+	// before it.
+	seq int64
 }
 
 // joiner assembles logical lines from messages. Partial messages of the
 // two streams are kept apart, as a runtime may interleave them.
 type joiner struct {
 	pending map[Stream]*Line
+	seq     int64
 }
 
 // add takes one message and returns the completed line, if any.
@@ -100,6 +104,8 @@ func (j *joiner) add(m Message) (Line, bool) {
 		j.pending[m.Stream] = p
 	}
 	p.Content = append(p.Content, m.Content...)
+	p.seq = j.seq
+	j.seq++
 	if m.Partial {
 		return Line{}, false
 	}

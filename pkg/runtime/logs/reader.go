@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -62,6 +63,10 @@ func NewOptions(o *v1.PodLogOptions, now time.Time) Options {
 // done by another mount namespace).
 var followPoll = time.Second
 
+// readWhole reads every file from its start, as the reference the tests
+// hold the skipping reader to.
+var readWhole = false
+
 // errLimit ends a read once LimitBytes are written.
 var errLimit = errors.New("log byte limit reached")
 
@@ -107,27 +112,54 @@ func read(ctx context.Context, path string, opts Options, w *writer, alive func(
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
+	// The current file is opened once: where a tail starts in it is found
+	// and read in the same file, even if it is rotated meanwhile.
+	cur, curErr := os.Open(path)
+	if curErr != nil && !(os.IsNotExist(curErr) && len(rotated) > 0 && !opts.Follow) {
+		return curErr
+	}
+	if cur != nil {
+		defer func() { cur.Close() }()
+	}
+	var start position
 	var tail *ring
 	if opts.TailLines >= 0 {
-		tail = &ring{max: int(opts.TailLines)}
+		tail = newRing(opts.TailLines)
+	}
+	if (tail != nil || !opts.Since.IsZero()) && !readWhole {
+		// Only the lines returned are read: the tail's, or those from
+		// since on, found backwards from the end.
+		n := opts.TailLines
+		if n < 0 {
+			n = math.MaxInt64
+		}
+		if start, err = tailStart(rotated, cur, n, w.wants, opts.Since); err != nil {
+			return err
+		}
 	}
 	h := &history{w: w, tail: tail}
-	for _, f := range rotated {
-		if err := h.readFile(f); err != nil {
+	for i := start.file; i < len(rotated); i++ {
+		off := int64(0)
+		if i == start.file {
+			off = start.off
+		}
+		if err := h.readFile(rotated[i], off); err != nil {
 			// A rotated file can be compressed or removed while we read:
 			// what it held is lost to this request, not the whole log.
-			klog.V(4).InfoS("Skipping a rotated log file", "path", f, "err", err)
+			klog.V(4).InfoS("Skipping a rotated log file", "path", rotated[i], "err", err)
 		}
 	}
-	cur, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) && len(rotated) > 0 && !opts.Follow {
-			return h.finish()
-		}
-		return err
+	if cur == nil {
+		// Rotated away and not recreated yet: the rotated files are the log.
+		return h.finish()
 	}
-	defer func() { cur.Close() }()
 	t := &tracked{File: cur}
+	if start.file == len(rotated) && start.off > 0 {
+		if _, err := cur.Seek(start.off, io.SeekStart); err != nil {
+			return err
+		}
+		t.pos = start.off
+	}
 	r := bufio.NewReader(t)
 	if err := h.scan(r, false); err != nil {
 		return err
@@ -149,12 +181,18 @@ type history struct {
 	partial []byte
 }
 
-func (h *history) readFile(path string) error {
+// readFile reads a rotated file from byte off (0 for a compressed one).
+func (h *history) readFile(path string, off int64) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if off > 0 {
+		if _, err := f.Seek(off, io.SeekStart); err != nil {
+			return err
+		}
+	}
 	var r io.Reader = f
 	if strings.HasSuffix(path, ".gz") {
 		gz, err := gzip.NewReader(f)
@@ -211,19 +249,46 @@ func (h *history) line(b []byte) error {
 	return nil
 }
 
-// finish writes the kept tail. Lines still incomplete are written too, as
-// far as they go: the log ended there, or a follower continues them.
+// finish writes the kept tail. A line the log ends within (incomplete:
+// the log ended there, or a follower continues it) counts as a line of
+// the tail by its last part, and is written after the complete ones; an
+// incomplete line left out makes a follower leave out its rest too.
 func (h *history) finish() error {
 	if h.tail == nil {
 		return nil
 	}
-	for _, l := range h.tail.lines() {
+	h.w.init()
+	lines := h.tail.lines()
+	incomplete := h.j.flush()
+	// Which lines are the last TailLines by their last part: the complete
+	// ones are in order, at most two incomplete ones join them.
+	keep := map[int64]bool{}
+	var order []int64
+	for _, l := range lines {
+		order = append(order, l.seq)
+	}
+	for _, l := range incomplete {
+		if h.w.wants(l.Stream, l.Time) {
+			order = append(order, l.seq)
+		}
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
+	if int64(len(order)) > h.tail.max {
+		order = order[int64(len(order))-h.tail.max:]
+	}
+	for _, s := range order {
+		keep[s] = true
+	}
+	for _, l := range lines {
+		if !keep[l.seq] {
+			continue
+		}
 		if err := h.w.line(l); err != nil {
 			return err
 		}
 	}
-	for _, l := range h.j.flush() {
-		if !h.w.wants(l.Stream, l.Time) {
+	for _, l := range incomplete {
+		if !keep[l.seq] || !h.w.wants(l.Stream, l.Time) {
 			h.w.skip[l.Stream] = true
 			h.w.mid[l.Stream] = true
 			continue
@@ -383,24 +448,31 @@ func fileState(cur *tracked, path string) fileChange {
 	return same
 }
 
-// ring keeps the last max lines.
+// ring keeps the last max lines, in O(max) memory and O(1) per line.
 type ring struct {
-	max int
-	buf []Line
+	max  int64
+	buf  []Line
+	next int // where the next line goes once buf is full
 }
+
+func newRing(max int64) *ring { return &ring{max: max} }
 
 func (r *ring) push(l Line) {
 	if r.max == 0 {
 		return
 	}
-	if len(r.buf) == r.max {
-		copy(r.buf, r.buf[1:])
-		r.buf = r.buf[:len(r.buf)-1]
+	if int64(len(r.buf)) < r.max {
+		r.buf = append(r.buf, l)
+		return
 	}
-	r.buf = append(r.buf, l)
+	r.buf[r.next] = l
+	r.next = (r.next + 1) % len(r.buf)
 }
 
-func (r *ring) lines() []Line { return r.buf }
+// lines returns the kept lines, oldest first.
+func (r *ring) lines() []Line {
+	return append(r.buf[r.next:len(r.buf):len(r.buf)], r.buf[:r.next]...)
+}
 
 // writer writes messages by stream with the options' timestamp prefix,
 // since filter and byte limit.

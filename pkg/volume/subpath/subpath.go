@@ -82,20 +82,9 @@ func Prepare(volumeRoot, subPath, target string) (string, error) {
 		return "", fmt.Errorf("opening the volume: %w", &os.PathError{Op: "open", Path: volumeRoot, Err: err})
 	}
 	defer unix.Close(rootfd)
-	rel := filepath.Clean(subPath)
-
-	fd, err := openBeneath(rootfd, rel, unix.O_PATH)
-	if errors.Is(err, unix.ENOENT) {
-		if err = makeDirs(rootfd, rel); err != nil {
-			return "", err
-		}
-		fd, err = openBeneath(rootfd, rel, unix.O_PATH)
-	}
+	fd, err := resolveBeneath(rootfd, subPath)
 	if err != nil {
-		if errors.Is(err, ErrEscapes) {
-			return "", fmt.Errorf("subPath %q %w", subPath, ErrEscapes)
-		}
-		return "", fmt.Errorf("opening subPath %q: %w", subPath, err)
+		return "", err
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
@@ -145,6 +134,27 @@ func makeTarget(target string, isDir bool) error {
 		return err
 	}
 	return f.Close()
+}
+
+// resolveBeneath opens subPath (validated) beneath the volume's root
+// rootfd as an O_PATH descriptor, creating its missing directories; every
+// step stays beneath the root or it fails with ErrEscapes.
+func resolveBeneath(rootfd int, subPath string) (int, error) {
+	rel := filepath.Clean(subPath)
+	fd, err := openBeneath(rootfd, rel, unix.O_PATH)
+	if errors.Is(err, unix.ENOENT) {
+		if err = makeDirs(rootfd, rel); err != nil {
+			return -1, err
+		}
+		fd, err = openBeneath(rootfd, rel, unix.O_PATH)
+	}
+	if err != nil {
+		if errors.Is(err, ErrEscapes) {
+			return -1, fmt.Errorf("subPath %q %w", subPath, ErrEscapes)
+		}
+		return -1, fmt.Errorf("opening subPath %q: %w", subPath, err)
+	}
+	return fd, nil
 }
 
 // makeDirs creates the missing directories of rel beneath rootfd, each

@@ -74,7 +74,7 @@ func (s *Source) Start(ctx context.Context) error {
 	if s.cfg.NodeName == "" {
 		return errors.New("node name is empty")
 	}
-	logger := klog.FromContext(ctx).WithName("http-source").WithValues("url", s.cfg.URL)
+	logger := klog.FromContext(ctx).WithName("http-source").WithValues("url", Redact(s.cfg.URL))
 	ctx = klog.NewContext(ctx, logger)
 	ticker := time.NewTicker(s.cfg.CheckFrequency)
 	defer ticker.Stop()
@@ -145,7 +145,7 @@ func (s *Source) fetch(ctx context.Context) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, fmt.Errorf("GET %s: %s", s.cfg.URL, resp.Status)
+		return nil, fmt.Errorf("GET %s: %s", Redact(s.cfg.URL), resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodySize+1))
 	if err != nil {
@@ -160,6 +160,9 @@ func (s *Source) fetch(ctx context.Context) ([]byte, error) {
 // report tells of a failure once; the same failure again is only logged
 // at a higher verbosity.
 func (s *Source) report(logger klog.Logger, err error) {
+	// Nothing of the URL's credentials or query reaches a log line or
+	// the Node's events (net/http's errors quote the URL).
+	err = redactErr(err, s.cfg.URL)
 	if err.Error() == s.lastErr {
 		logger.V(4).Info("Static pod URL still failing", "err", err)
 		return
@@ -171,6 +174,6 @@ func (s *Source) report(logger klog.Logger, err error) {
 		logger.Error(err, "Cannot use static pod URL")
 	}
 	if s.cfg.OnError != nil {
-		s.cfg.OnError(s.cfg.URL, err)
+		s.cfg.OnError(Redact(s.cfg.URL), err)
 	}
 }

@@ -52,6 +52,7 @@ type harness struct {
 	updates chan podconfig.PodUpdate
 	mu      sync.Mutex
 	errs    []string
+	origins []string
 }
 
 func start(t *testing.T, url string, header http.Header) *harness {
@@ -61,6 +62,7 @@ func start(t *testing.T, url string, header http.Header) *harness {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			h.errs = append(h.errs, err.Error())
+			h.origins = append(h.origins, u)
 		}}, h.updates)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
