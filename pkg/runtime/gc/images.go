@@ -107,6 +107,10 @@ type ImageGC struct {
 	mu      sync.Mutex
 	records map[string]*ImageRecord
 	started time.Time
+	// listed is the last ListImages result, less what was removed since
+	// (see Listed).
+	listed   []*runtimeapi.Image
+	haveList bool
 }
 
 // ImagePeriod is how often images are collected (upstream's).
@@ -236,6 +240,7 @@ func (g *ImageGC) remove(ctx context.Context, r ImageRecord, why string) error {
 	}
 	g.mu.Lock()
 	delete(g.records, r.ID)
+	g.forgetListedLocked(r.ID)
 	g.mu.Unlock()
 	return nil
 }
@@ -265,6 +270,7 @@ func (g *ImageGC) detect(ctx context.Context, now time.Time) ([]ImageRecord, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.listed, g.haveList = imgs, true
 	if g.records == nil {
 		g.records = map[string]*ImageRecord{}
 	}
