@@ -176,7 +176,9 @@ func hasTaint(taints []v1.Taint, key string, effect v1.TaintEffect) bool {
 	return false
 }
 
-// Capacity is the node's capacity from the machine and maxPods.
+// Capacity is the node's capacity from the machine and maxPods: cpu,
+// memory, pods, ephemeral-storage and hugepages-<size> for every huge page
+// size the kernel supports.
 func Capacity(cfg *Config, m machineinfo.Info) v1.ResourceList {
 	c := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewQuantity(int64(m.NumCPU), resource.DecimalSI),
@@ -186,6 +188,7 @@ func Capacity(cfg *Config, m machineinfo.Info) v1.ResourceList {
 	if m.RootFSCapacityBytes > 0 {
 		c[v1.ResourceEphemeralStorage] = *resource.NewQuantity(m.RootFSCapacityBytes, resource.BinarySI)
 	}
+	hugePagesCapacity(c, m.HugePages)
 	return c
 }
 
