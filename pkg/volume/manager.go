@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
 	"github.com/gokubelet/kubelet/pkg/volume/atomicwriter"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
@@ -588,6 +589,7 @@ func (m *Manager) CheckSizeLimits(ctx context.Context) {
 			pv.mu.Unlock()
 			if m.opts.Evict != nil {
 				m.opts.Evict(uid, msg)
+				metrics.Evictions.WithLabelValues(metrics.EvictionSignalEmptyDirFsLimit).Inc()
 			}
 			break
 		}
