@@ -297,6 +297,9 @@ type KubeletOptions struct {
 	// Pods, when set, feeds kubelet_desired_pods, kubelet_active_pods and
 	// kubelet_mirror_pods at scrape time.
 	Pods PodCountSource
+	// Volumes, when set, feeds kubelet_volume_stats_* at scrape time
+	// (volumes.go).
+	Volumes VolumeStatsSource
 }
 
 // NewKubeletRegistry returns the registry served on /metrics: the
@@ -310,6 +313,9 @@ func NewKubeletRegistry(o KubeletOptions) metrics.KubeRegistry {
 	}
 	if o.Pods != nil {
 		r.CustomMustRegister(&podCountCollector{source: o.Pods})
+	}
+	if o.Volumes != nil {
+		r.CustomMustRegister(&volumeStatsCollector{source: o.Volumes})
 	}
 	r.RawMustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.NodeName != "" {

@@ -79,6 +79,9 @@ type Options struct {
 	VolumeWait time.Duration
 	// CRITimeout bounds the CRI calls of one collection (default 10s).
 	CRITimeout time.Duration
+	// ClaimVolumes, when set, lists a pod's persistent volumes whose usage
+	// is reported (claims.go).
+	ClaimVolumes func(uid types.UID) []ClaimVolume
 }
 
 // Provider collects stats on demand. Safe for concurrent use.
@@ -100,6 +103,8 @@ type Provider struct {
 	// noSandboxStats: the runtime does not implement ListPodSandboxStats;
 	// pod stats are summed from ListContainerStats instead.
 	noSandboxStats bool
+	// fsInfo replaces statfs of persistent volumes in tests.
+	fsInfo func(path string) (FsInfo, error)
 }
 
 // New returns a Provider. A host whose cgroups cannot be found still gets
@@ -250,6 +255,7 @@ func (p *Provider) collect(ctx context.Context, now time.Time, cpuMemOnly bool) 
 					in.volumes = append(in.volumes, volumeInput{name: v.Name, usage: u, fs: fi, time: at})
 				}
 			}
+			in.volumes = append(in.volumes, p.claimVolumes(ps.UID, now)...)
 		}
 		pods = append(pods, in)
 	}
