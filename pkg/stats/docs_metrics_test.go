@@ -197,7 +197,9 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 		NodeName:      "node-a",
 		CgroupVersion: 2,
 		Running:       func() []*container.PodStatus { return running },
-		Pods:          func() metrics.PodCounts { return metrics.PodCounts{Desired: [2]int{3, 1}, Active: [2]int{2, 1}, Mirror: 1} },
+		Pods: func() metrics.PodCounts {
+			return metrics.PodCounts{Desired: [2]int{3, 1}, Active: [2]int{2, 1}, Mirror: 1}
+		},
 		Volumes: func() []metrics.VolumeStats {
 			return []metrics.VolumeStats{{Namespace: "ns", PersistentVolumeClaim: "data", CapacityBytes: 10, AvailableBytes: 4, UsedBytes: 6, Inodes: 5, InodesFree: 2, InodesUsed: 3}}
 		},
