@@ -204,7 +204,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		},
 		PodSpec:         podSpec.Deps,
 		PullCredentials: podSpec.Credentials,
-		CRIObserver:     tl,
+		CRIObserver:     criObserver{tl, res.imagePulled},
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
@@ -346,7 +346,7 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
 	f.Readiness = eng.Readiness(ctx)
 	f.Pressure = h.resources.Load().pressure()
-	f.Images = h.resources.Load().statusImages()
+	f.Images = h.resources.Load().statusImages(ctx)
 	if errs := h.resources.Load().readinessErrors(); len(errs) > 0 {
 		f.Readiness.Errors = append(f.Readiness.Errors, errs...)
 	}

@@ -108,9 +108,12 @@ type ImageGC struct {
 	records map[string]*ImageRecord
 	started time.Time
 	// listed is the last ListImages result, less what was removed since
-	// (see Listed).
-	listed   []*runtimeapi.Image
-	haveList bool
+	// (see Listed). pulls counts the pulls reported; listedPulls is the
+	// count when the listing started (older: see Relist).
+	listed      []*runtimeapi.Image
+	haveList    bool
+	pulls       uint64
+	listedPulls uint64
 }
 
 // ImagePeriod is how often images are collected (upstream's).
@@ -249,6 +252,7 @@ func (g *ImageGC) remove(ctx context.Context, r ImageRecord, why string) error {
 // last use (now for every image a container refers to), and returns the
 // records.
 func (g *ImageGC) detect(ctx context.Context, now time.Time) ([]ImageRecord, error) {
+	pulls := g.pullCount()
 	imgs, err := g.Images.ListImages(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing images: %w", err)
@@ -270,7 +274,7 @@ func (g *ImageGC) detect(ctx context.Context, now time.Time) ([]ImageRecord, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.listed, g.haveList = imgs, true
+	g.setListedLocked(imgs, pulls)
 	if g.records == nil {
 		g.records = map[string]*ImageRecord{}
 	}
