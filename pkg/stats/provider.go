@@ -8,9 +8,10 @@
 // network, process count, writable layer), matched with the runtime view
 // the PLEG keeps; the node from the root cgroup, /proc and statfs of the
 // kubelet's root directory and the image filesystem the CRI names; volume
-// usage by walking the pod's volume directories (cached); container logs
-// from their log directories. /metrics/cadvisor reads the pod and
-// container cgroups directly, as cadvisor does.
+// usage by walking the pod's volume directories (cached), and statfs of
+// its persistent volumes (claims.go, also behind kubelet_volume_stats_*);
+// container logs from their log directories. /metrics/cadvisor reads the
+// pod and container cgroups directly, as cadvisor does.
 //
 // Collection is lazy: nothing is read until someone asks, a result is
 // reused for MaxAge, and volume walks run in the background at most once
