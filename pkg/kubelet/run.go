@@ -209,7 +209,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		},
 		PodSpec:         podSpec.Deps,
 		PullCredentials: podSpec.Credentials,
-		CRIObserver:     tl,
+		CRIObserver:     criObserver{tl, res.imagePulled},
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
@@ -280,7 +280,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	pods := podLister{core, eng}
 	// Stats and metrics (stats.go), on both the read-only port and the
 	// kubelet API.
-	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodParent)
+	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodParent, volumes)
 	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, pods, routes)
 	if err != nil {
 		return err
@@ -352,6 +352,7 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
 	f.Readiness = eng.Readiness(ctx)
 	f.Pressure = h.resources.Load().pressure()
+	f.Images = h.resources.Load().statusImages(ctx)
 	if errs := h.resources.Load().readinessErrors(); len(errs) > 0 {
 		f.Readiness.Errors = append(f.Readiness.Errors, errs...)
 	}

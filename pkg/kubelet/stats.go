@@ -25,6 +25,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/server"
 	"github.com/gokubelet/kubelet/pkg/server/monitoring"
 	"github.com/gokubelet/kubelet/pkg/stats"
+	"github.com/gokubelet/kubelet/pkg/volume"
 )
 
 // The startup timeline hears the engine's pods.
@@ -34,7 +35,7 @@ var _ cri.Observer = (*timeline.Tracker)(nil)
 // is collected until asked) and returns the routes serving them. podParent
 // names a pod's cgroup as the node's cgroup manager creates it.
 func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntime.Manager, eng *cri.Engine, tl *timeline.Tracker,
-	m machineinfo.Info, podParent func(*v1.Pod) string) []server.Route {
+	m machineinfo.Info, podParent func(*v1.Pod) string, volumes *volume.Manager) []server.Route {
 	cfg := s.Config
 	provider := stats.New(stats.Options{
 		NodeName:   s.NodeName,
@@ -58,12 +59,20 @@ func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntim
 		BootID:         m.BootID,
 		MachineID:      m.MachineID,
 		SystemUUID:     m.SystemUUID,
+		ClaimVolumes: func(uid types.UID) []stats.ClaimVolume {
+			var out []stats.ClaimVolume
+			for _, c := range volumes.ClaimVolumes(uid) {
+				out = append(out, stats.ClaimVolume{Volume: c.Volume, Claim: c.Claim, Path: c.Path})
+			}
+			return out
+		},
 	})
 	routes := monitoring.Routes(monitoring.Options{
 		Summary:  provider,
 		Timeline: tl,
 		Kubelet: metrics.NewKubeletRegistry(metrics.KubeletOptions{
 			NodeName: s.NodeName, CgroupVersion: provider.CgroupVersion(), Running: eng.RuntimePods, Pods: eng.PodCounts,
+			Volumes: provider.VolumeStats,
 		}),
 		Probes:   metrics.NewProbesRegistry(),
 		Resource: stats.NewResourceRegistry(provider),

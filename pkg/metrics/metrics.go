@@ -32,6 +32,15 @@ const (
 	EphemeralContainer = "ephemeral_container"
 )
 
+// The eviction_signal of kubelet_evictions for evictions that no
+// threshold decided: a pod or container past its ephemeral-storage limit,
+// an emptyDir past its sizeLimit (upstream's values).
+const (
+	EvictionSignalEphemeralPodFsLimit       = "ephemeralpodfs.limit"
+	EvictionSignalEphemeralContainerFsLimit = "ephemeralcontainerfs.limit"
+	EvictionSignalEmptyDirFsLimit           = "emptydirfs.limit"
+)
+
 // Histogram buckets. The pod startup and image pull buckets are upstream's
 // boundaries, so SLO queries (e.g. "99% under 5s") read the same here.
 var (
@@ -196,8 +205,9 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"runtime_handler"})
 
-	// Evictions counts pod evictions by eviction signal. Defined for
-	// dashboards; nothing evicts yet.
+	// Evictions counts pod evictions by eviction signal: the threshold's
+	// (memory.available, nodefs.available, ...) or the local storage limit
+	// the pod broke (EvictionSignal*Limit).
 	Evictions = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem: KubeletSubsystem, Name: "evictions",
 		Help:           "Number of pods evicted, by eviction signal.",
@@ -287,6 +297,9 @@ type KubeletOptions struct {
 	// Pods, when set, feeds kubelet_desired_pods, kubelet_active_pods and
 	// kubelet_mirror_pods at scrape time.
 	Pods PodCountSource
+	// Volumes, when set, feeds kubelet_volume_stats_* at scrape time
+	// (volumes.go).
+	Volumes VolumeStatsSource
 }
 
 // NewKubeletRegistry returns the registry served on /metrics: the
@@ -300,6 +313,9 @@ func NewKubeletRegistry(o KubeletOptions) metrics.KubeRegistry {
 	}
 	if o.Pods != nil {
 		r.CustomMustRegister(&podCountCollector{source: o.Pods})
+	}
+	if o.Volumes != nil {
+		r.CustomMustRegister(&volumeStatsCollector{source: o.Volumes})
 	}
 	r.RawMustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.NodeName != "" {

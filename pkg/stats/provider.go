@@ -8,9 +8,10 @@
 // network, process count, writable layer), matched with the runtime view
 // the PLEG keeps; the node from the root cgroup, /proc and statfs of the
 // kubelet's root directory and the image filesystem the CRI names; volume
-// usage by walking the pod's volume directories (cached); container logs
-// from their log directories. /metrics/cadvisor reads the pod and
-// container cgroups directly, as cadvisor does.
+// usage by walking the pod's volume directories (cached), and statfs of
+// its persistent volumes (claims.go, also behind kubelet_volume_stats_*);
+// container logs from their log directories. /metrics/cadvisor reads the
+// pod and container cgroups directly, as cadvisor does.
 //
 // Collection is lazy: nothing is read until someone asks, a result is
 // reused for MaxAge, and volume walks run in the background at most once
@@ -79,6 +80,9 @@ type Options struct {
 	VolumeWait time.Duration
 	// CRITimeout bounds the CRI calls of one collection (default 10s).
 	CRITimeout time.Duration
+	// ClaimVolumes, when set, lists a pod's persistent volumes whose usage
+	// is reported (claims.go).
+	ClaimVolumes func(uid types.UID) []ClaimVolume
 }
 
 // Provider collects stats on demand. Safe for concurrent use.
@@ -100,6 +104,8 @@ type Provider struct {
 	// noSandboxStats: the runtime does not implement ListPodSandboxStats;
 	// pod stats are summed from ListContainerStats instead.
 	noSandboxStats bool
+	// fsInfo replaces statfs of persistent volumes in tests.
+	fsInfo func(path string) (FsInfo, error)
 }
 
 // New returns a Provider. A host whose cgroups cannot be found still gets
@@ -250,6 +256,7 @@ func (p *Provider) collect(ctx context.Context, now time.Time, cpuMemOnly bool) 
 					in.volumes = append(in.volumes, volumeInput{name: v.Name, usage: u, fs: fi, time: at})
 				}
 			}
+			in.volumes = append(in.volumes, p.claimVolumes(ps.UID, now)...)
 		}
 		pods = append(pods, in)
 	}

@@ -114,6 +114,10 @@ type volumeInput struct {
 	usage DiskUsage
 	fs    FsInfo
 	time  time.Time
+	// claim names the PersistentVolumeClaim of a persistent volume (in the
+	// pod's namespace): its usage is its filesystem's (fs), as upstream's
+	// statfs metrics, and it is no ephemeral storage.
+	claim string
 }
 
 func u64(v uint64) *uint64 { return &v }
@@ -359,6 +363,11 @@ func buildPod(now time.Time, in podInput, rootFs, imageFs *FsInfo, cpuMemOnly bo
 	}
 	for _, v := range in.volumes {
 		fi := v.fs
+		if v.claim != "" {
+			out.VolumeStats = append(out.VolumeStats, statsapi.VolumeStats{Name: v.name, FsStats: *fsStats(&fi, nil, nil, v.time),
+				PVCRef: &statsapi.PVCReference{Name: v.claim, Namespace: in.status.Namespace}})
+			continue
+		}
 		vs := statsapi.VolumeStats{Name: v.name, FsStats: *fsStats(&fi, u64(v.usage.Bytes), u64(v.usage.Inodes), v.time)}
 		out.VolumeStats = append(out.VolumeStats, vs)
 		ephUsed += v.usage.Bytes

@@ -45,6 +45,9 @@ type claim struct {
 	name      string
 	ro        bool
 	ephemeral bool
+	// local: set up on a local PersistentVolume (whose usage the node
+	// reports; a hostPath one's it does not, as upstream).
+	local bool
 }
 
 func (c *claim) kind() string {
@@ -108,6 +111,7 @@ func (c *claim) setUp(ctx context.Context, s *setup) (string, error) {
 	switch {
 	case pv.Spec.Local != nil:
 		path = pv.Spec.Local.Path
+		c.local = true
 		st, err := os.Stat(path)
 		if err != nil {
 			return "", fmt.Errorf("local PersistentVolume %q: %w", pv.Name, err)

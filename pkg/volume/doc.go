@@ -22,5 +22,6 @@
 //
 // Each volume type has its own file: emptydir.go, hostpath.go,
 // configmap.go, secret.go, downwardapi.go, projected.go, claim.go
-// (persistentVolumeClaim and ephemeral).
+// (persistentVolumeClaim and ephemeral). ClaimVolumes (claimstats.go)
+// tells the stats which set-up claims have usage to report.
 package volume

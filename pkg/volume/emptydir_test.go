@@ -10,7 +10,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	compbase "k8s.io/component-base/metrics"
 	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/pkg/metrics"
+	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
 )
 
 func TestEmptyDirDefaultMedium(t *testing.T) {
@@ -111,6 +115,15 @@ func TestMemoryVolumeSize(t *testing.T) {
 }
 
 func TestDiskEmptyDirOverItsSizeLimitEvictsThePod(t *testing.T) {
+	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	counted := func() float64 {
+		f, err := metricstest.ScrapeHandler(compbase.HandlerFor(reg, compbase.HandlerOpts{}), "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Sum("kubelet_evictions", map[string]string{"eviction_signal": "emptydirfs.limit"})
+	}
+	before := counted()
 	e := newEnv(t)
 	var evicted []string
 	e.m.opts.Evict = func(uid types.UID, msg string) { evicted = append(evicted, string(uid)+": "+msg) }
@@ -130,5 +143,8 @@ func TestDiskEmptyDirOverItsSizeLimitEvictsThePod(t *testing.T) {
 	e.m.CheckSizeLimits(ctx)
 	if len(evicted) != 1 || evicted[0] != `u1: Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ` {
 		t.Errorf("evictions %q, want u1 once", evicted)
+	}
+	if got := counted() - before; got != 1 {
+		t.Errorf("kubelet_evictions{eviction_signal=emptydirfs.limit} grew by %v, want 1", got)
 	}
 }

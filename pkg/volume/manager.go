@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/volume/atomicwriter"
@@ -70,6 +71,10 @@ type Manager struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podVolumes
+	// claims are the measurable claim volumes of each pod (claimstats.go),
+	// apart from the pods' locks so stats never wait for a set-up.
+	claimMu sync.Mutex
+	claims  map[types.UID][]ClaimVolume
 	// dirty are pods whose refreshed volumes must be rewritten now.
 	dirty map[types.UID]bool
 	kick  chan struct{}
@@ -243,6 +248,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 		}
 		vs.ready, vs.lastErr = true, ""
 	}
+	m.recordClaims(pod.UID, pv)
 	if len(failed) == 0 {
 		pv.failures = 0
 		return nil
@@ -351,6 +357,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	delete(m.pods, uid)
 	delete(m.dirty, uid)
 	m.mu.Unlock()
+	m.forgetClaims(uid)
 	if pv != nil {
 		pv.mu.Lock()
 		defer pv.mu.Unlock()
@@ -594,6 +601,7 @@ func (m *Manager) CheckSizeLimits(ctx context.Context) {
 			pv.mu.Unlock()
 			if m.opts.Evict != nil {
 				m.opts.Evict(uid, msg)
+				metrics.Evictions.WithLabelValues(metrics.EvictionSignalEmptyDirFsLimit).Inc()
 			}
 			break
 		}

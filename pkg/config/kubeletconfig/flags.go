@@ -278,6 +278,10 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.ImageServiceEndpoint, "image-service-endpoint", c.ImageServiceEndpoint, "Endpoint of the CRI image service, when not the runtime endpoint (imageServiceEndpoint).")
 	o.bind("runtime-request-timeout", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.RuntimeRequestTimeout = s.RuntimeRequestTimeout })
 	fs.DurationVar(&c.RuntimeRequestTimeout.Duration, "runtime-request-timeout", c.RuntimeRequestTimeout.Duration, "Timeout of CRI requests except long-running ones (runtimeRequestTimeout).")
+	o.bind("node-status-max-images", func(d, s *kubeletv1beta1.KubeletConfiguration) {
+		d.NodeStatusMaxImages = ptr.To(*s.NodeStatusMaxImages)
+	})
+	fs.Int32Var(c.NodeStatusMaxImages, "node-status-max-images", *c.NodeStatusMaxImages, "Maximum number of images reported in the node's status.images (nodeStatusMaxImages); -1: no limit.")
 	o.bind("streaming-connection-idle-timeout", func(d, s *kubeletv1beta1.KubeletConfiguration) {
 		d.StreamingConnectionIdleTimeout = s.StreamingConnectionIdleTimeout
 	})

@@ -34,6 +34,7 @@ var ImplementedFields = []string{
 	"kubeAPIQPS", "kubeAPIBurst", "contentType", "eventRecordQPS", "eventBurst",
 	"registerNode", "registerWithTaints", "providerID", "enableControllerAttachDetach",
 	"nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
+	"nodeStatusMaxImages",
 	// Runtime and images.
 	"containerRuntimeEndpoint", "imageServiceEndpoint", "runtimeRequestTimeout",
 	"serializeImagePulls", "maxParallelImagePulls",

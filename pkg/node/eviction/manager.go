@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
@@ -206,6 +207,7 @@ func (m *Manager) Synchronize(ctx context.Context) *v1.Pod {
 		m.o.Recorder.Eventf(p, v1.EventTypeWarning, Reason, msg)
 		log.Info("Eviction manager: evicting pod", "pod", klog.KObj(p), "podUID", p.UID, "gracePeriod", grace, "message", msg)
 		m.o.Pods.EvictPod(p, grace, msg)
+		metrics.Evictions.WithLabelValues(string(t.Signal)).Inc()
 		return p
 	}
 	log.Info("Eviction manager: unable to evict any pods from the node")
@@ -253,13 +255,14 @@ func (m *Manager) localStorageEviction(ctx context.Context) *v1.Pod {
 		if !ok || podspec.IsCritical(p) {
 			continue
 		}
-		msg := localStorageViolation(p, u)
+		msg, signal := localStorageViolation(p, u)
 		if msg == "" {
 			continue
 		}
 		m.o.Recorder.Eventf(p, v1.EventTypeWarning, Reason, msg)
 		klog.FromContext(ctx).Info("Eviction manager: evicting pod past its local storage limit", "pod", klog.KObj(p), "message", msg)
 		m.o.Pods.EvictPod(p, immediateGracePeriod, msg)
+		metrics.Evictions.WithLabelValues(signal).Inc()
 		return p
 	}
 	return nil
@@ -274,15 +277,15 @@ func hasEphemeralLimit(p *v1.Pod) bool {
 	return false
 }
 
-// localStorageViolation returns upstream's message when the pod's
-// ephemeral usage (writable layers, logs, local volumes) exceeds the sum
-// of its containers' limits, or one container's (writable layer and logs)
-// exceeds its own.
-func localStorageViolation(p *v1.Pod, u PodUsage) string {
+// localStorageViolation returns upstream's message, and the eviction
+// signal to count it under, when the pod's ephemeral usage (writable
+// layers, logs, local volumes) exceeds the sum of its containers' limits,
+// or one container's (writable layer and logs) exceeds its own.
+func localStorageViolation(p *v1.Pod, u PodUsage) (string, string) {
 	limits := resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{})
 	if lim, ok := limits[v1.ResourceEphemeralStorage]; ok {
 		if total := u.Rootfs + u.Logs + u.Volumes; total > lim.Value() {
-			return fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s. ", lim.String())
+			return fmt.Sprintf("Pod ephemeral local storage usage exceeds the total limit of containers %s. ", lim.String()), metrics.EvictionSignalEphemeralPodFsLimit
 		}
 	}
 	for _, c := range p.Spec.Containers {
@@ -291,10 +294,10 @@ func localStorageViolation(p *v1.Pod, u PodUsage) string {
 			continue
 		}
 		if cu, ok := u.Containers[c.Name]; ok && cu.Rootfs+cu.Logs > lim.Value() {
-			return fmt.Sprintf("Container %s exceeded its local ephemeral storage limit %q. ", c.Name, lim.String())
+			return fmt.Sprintf("Container %s exceeded its local ephemeral storage limit %q. ", c.Name, lim.String()), metrics.EvictionSignalEphemeralContainerFsLimit
 		}
 	}
-	return ""
+	return "", ""
 }
 
 func (m *Manager) waitForCleanup(ctx context.Context, p *v1.Pod) {

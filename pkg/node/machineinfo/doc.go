@@ -1,7 +1,7 @@
 // Package machineinfo reads the facts about this machine that the Node
-// object reports: CPU count, memory and root-filesystem capacity, machine ID,
-// system UUID, boot ID, kernel version, OS image, architecture, hostname and
-// the address of the default-route interface.
+// object reports: CPU count, memory, huge pages and root-filesystem
+// capacity, machine ID, system UUID, boot ID, kernel version, OS image,
+// architecture, hostname and the address of the default-route interface.
 //
 // It owns reading and parsing those files and nothing else: it never talks
 // to the API server and never decides what the node advertises (reservations

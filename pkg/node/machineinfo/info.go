@@ -34,8 +34,44 @@ type Info struct {
 	// DefaultRouteIPv4 is the first IPv4 address of the interface that
 	// carries the IPv4 default route; nil when there is none.
 	DefaultRouteIPv4 net.IP
+	// HugePages are the huge page sizes the kernel supports
+	// (/sys/kernel/mm/hugepages), smallest first, each with the pages
+	// preallocated (nr_hugepages, possibly 0).
+	HugePages []HugePages
 	// Warnings name the facts that could not be read and why.
 	Warnings []string
+}
+
+// HugePages is one supported huge page size and its pool.
+type HugePages struct {
+	PageSizeBytes int64
+	Pages         int64
+}
+
+// ParseHugePagesDir returns the page size in bytes of a directory of
+// /sys/kernel/mm/hugepages ("hugepages-2048kB" is 2 MiB).
+func ParseHugePagesDir(name string) (int64, error) {
+	kb, ok := strings.CutPrefix(name, "hugepages-")
+	if ok {
+		kb, ok = strings.CutSuffix(kb, "kB")
+	}
+	if !ok {
+		return 0, fmt.Errorf("hugepages: unexpected entry %q", name)
+	}
+	n, err := strconv.ParseInt(kb, 10, 64)
+	if err != nil || n <= 0 || n > (1<<53)/1024 {
+		return 0, fmt.Errorf("hugepages: bad page size in %q", name)
+	}
+	return n * 1024, nil
+}
+
+// ParseHugePagesCount parses an nr_hugepages file.
+func ParseHugePagesCount(content string) (int64, error) {
+	n, err := strconv.ParseInt(strings.TrimSpace(content), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("hugepages: bad page count %q", strings.TrimSpace(content))
+	}
+	return n, nil
 }
 
 // ParseMemTotal returns MemTotal in bytes from the contents of

@@ -83,3 +83,45 @@ func TestParseDefaultRouteInterface(t *testing.T) {
 		}
 	}
 }
+
+func TestParseHugePagesDir(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want int64
+		bad  bool
+	}{
+		{"hugepages-2048kB", 2 << 20, false},
+		{"hugepages-1048576kB", 1 << 30, false},
+		{"hugepages-64kB", 64 << 10, false},
+		{"hugepages-2048", 0, true},
+		{"hugepages-kB", 0, true},
+		{"hugepages-0kB", 0, true},
+		{"hugepages--4kB", 0, true},
+		{"pages-2048kB", 0, true},
+		{"hugepages-99999999999999999999kB", 0, true},
+	} {
+		got, err := ParseHugePagesDir(tc.name)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseHugePagesDir(%q) = %d, %v; want %d, error %v", tc.name, got, err, tc.want, tc.bad)
+		}
+	}
+}
+
+func TestParseHugePagesCount(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{
+		{"0\n", 0, false},
+		{" 512\n", 512, false},
+		{"-1", 0, true},
+		{"", 0, true},
+		{"1.5", 0, true},
+	} {
+		got, err := ParseHugePagesCount(tc.in)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ParseHugePagesCount(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.bad)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -23,11 +24,56 @@ func Read(rootDir string) (Info, error) {
 // fileReader is the file access Read needs, so tests can feed fixtures.
 type fileReader interface {
 	ReadFile(path string) ([]byte, error)
+	// ReadDir returns the names in the directory, sorted.
+	ReadDir(path string) ([]string, error)
 }
 
 type osFS struct{}
 
 func (osFS) ReadFile(p string) ([]byte, error) { return os.ReadFile(p) }
+
+func (osFS) ReadDir(p string) ([]string, error) {
+	entries, err := os.ReadDir(p)
+	names := make([]string, 0, len(entries))
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names, err
+}
+
+// hugePagesDir lists the supported huge page sizes, one directory each.
+const hugePagesDir = "/sys/kernel/mm/hugepages"
+
+// readHugePages reads every supported huge page size and its pool, as
+// cAdvisor does for the upstream kubelet. A kernel without huge pages has
+// no directory: no sizes and no warning.
+func readHugePages(fs fileReader) ([]HugePages, error) {
+	names, err := fs.ReadDir(hugePagesDir)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []HugePages
+	for _, name := range names {
+		size, err := ParseHugePagesDir(name)
+		if err != nil {
+			return nil, err
+		}
+		b, err := fs.ReadFile(filepath.Join(hugePagesDir, name, "nr_hugepages"))
+		if err != nil {
+			return nil, err
+		}
+		n, err := ParseHugePagesCount(string(b))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, HugePages{PageSizeBytes: size, Pages: n})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].PageSizeBytes < out[j].PageSizeBytes })
+	return out, nil
+}
 
 func readFrom(fs fileReader, rootDir string) (Info, error) {
 	info := Info{
@@ -53,6 +99,12 @@ func readFrom(fs fileReader, rootDir string) (Info, error) {
 	}
 	if info.MemoryCapacityBytes, err = ParseMemTotal(string(b)); err != nil {
 		return info, fmt.Errorf("reading memory capacity: %w", err)
+	}
+
+	if hp, err := readHugePages(fs); err != nil {
+		warn("huge pages unknown: %v", err)
+	} else {
+		info.HugePages = hp
 	}
 
 	if rootDir != "" {

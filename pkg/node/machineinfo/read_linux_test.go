@@ -1,7 +1,9 @@
 package machineinfo
 
 import (
+	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -13,6 +15,28 @@ func (m mapFS) ReadFile(p string) ([]byte, error) {
 		return []byte(s), nil
 	}
 	return nil, os.ErrNotExist
+}
+
+// ReadDir lists the entries directly under p, sorted.
+func (m mapFS) ReadDir(p string) ([]string, error) {
+	seen := map[string]bool{}
+	for k := range m {
+		rest, ok := strings.CutPrefix(k, p+"/")
+		if !ok {
+			continue
+		}
+		name, _, _ := strings.Cut(rest, "/")
+		seen[name] = true
+	}
+	if len(seen) == 0 {
+		return nil, os.ErrNotExist
+	}
+	var out []string
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 func TestReadFromFixtures(t *testing.T) {
@@ -65,5 +89,56 @@ func TestReadThisMachine(t *testing.T) {
 	}
 	if info.NumCPU < 1 || info.MemoryCapacityBytes <= 0 || info.RootFSCapacityBytes <= 0 {
 		t.Errorf("implausible info: %+v", info)
+	}
+}
+
+func TestReadHugePages(t *testing.T) {
+	base := mapFS{"/proc/meminfo": "MemTotal: 2048 kB\n"}
+	with := func(extra map[string]string) mapFS {
+		fs := mapFS{}
+		for k, v := range base {
+			fs[k] = v
+		}
+		for k, v := range extra {
+			fs[k] = v
+		}
+		return fs
+	}
+	for _, tc := range []struct {
+		name     string
+		fs       mapFS
+		want     string
+		warnings int
+	}{
+		{"no hugepages support", base, "[]", 0},
+		{"supported sizes, empty pools reported too", with(map[string]string{
+			"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages":    "0\n",
+			"/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages": "2\n",
+		}), "[{2097152 0} {1073741824 2}]", 0},
+		{"unreadable count is a warning, not a failure", with(map[string]string{
+			"/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages": "0\n",
+		}), "[]", 1},
+		{"bad count", with(map[string]string{
+			"/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages": "lots\n",
+		}), "[]", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			info, err := readFrom(tc.fs, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fmt.Sprint(info.HugePages); got != tc.want {
+				t.Errorf("HugePages = %s, want %s", got, tc.want)
+			}
+			n := 0
+			for _, w := range info.Warnings {
+				if strings.Contains(w, "huge pages") {
+					n++
+				}
+			}
+			if n != tc.warnings {
+				t.Errorf("huge page warnings = %d (%v), want %d", n, info.Warnings, tc.warnings)
+			}
+		})
 	}
 }

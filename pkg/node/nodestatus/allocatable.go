@@ -87,7 +87,9 @@ func ParseReservation(field string, m map[string]string) (v1.ResourceList, error
 // Allocatable is capacity minus kubeReserved, systemReserved and the hard
 // eviction thresholds for memory.available (from memory) and
 // nodefs.available (from ephemeral-storage); a percentage threshold is
-// taken of that resource's capacity. No resource goes below zero.
+// taken of that resource's capacity. Huge page pools (hugepages-<size>,
+// less their own reservations) are also taken out of memory. No resource
+// goes below zero.
 func Allocatable(capacity, kubeReserved, systemReserved v1.ResourceList, hard []Threshold) v1.ResourceList {
 	out := v1.ResourceList{}
 	for name, c := range capacity {
@@ -109,6 +111,7 @@ func Allocatable(capacity, kubeReserved, systemReserved v1.ResourceList, hard []
 		}
 		out[name] = v
 	}
+	withoutHugePagesMemory(out, capacity)
 	return out
 }
 

@@ -7,7 +7,7 @@
 //   - NewNode builds the Node to register from Config (labels, taints,
 //     annotations, spec) and SetStatus fills Node.Status from Config and a
 //     Facts snapshot (capacity, allocatable, addresses, node info, labels,
-//     readiness, pressure) at a given time. Neither does I/O. Allocatable, condition transitions
+//     readiness, pressure, images) at a given time. Neither does I/O. Allocatable, condition transitions
 //     and "has the status changed" are plain functions with table tests.
 //   - Controller does the I/O: it creates the Node (or reconciles the one
 //     that exists the way upstream does on re-registration: the default

@@ -83,6 +83,10 @@ type Facts struct {
 	// NodeInfo of the node. KubeletVersion is Config's; an empty
 	// ContainerRuntimeVersion keeps the one already reported.
 	NodeInfo v1.NodeSystemInfo
+	// Images, when not nil, become status.images (see ContainerImages);
+	// nil leaves what is reported as it is (not known yet, or a node that
+	// does not report images).
+	Images []v1.ContainerImage
 	// Labels are the labels the node sets on itself (hostname, os, arch:
 	// see DefaultLabels). Config.NodeLabels override them at registration;
 	// the os and arch labels are restored if someone changes them.
@@ -172,7 +176,9 @@ func hasTaint(taints []v1.Taint, key string, effect v1.TaintEffect) bool {
 	return false
 }
 
-// Capacity is the node's capacity from the machine and maxPods.
+// Capacity is the node's capacity from the machine and maxPods: cpu,
+// memory, pods, ephemeral-storage and hugepages-<size> for every huge page
+// size the kernel supports.
 func Capacity(cfg *Config, m machineinfo.Info) v1.ResourceList {
 	c := v1.ResourceList{
 		v1.ResourceCPU:    *resource.NewQuantity(int64(m.NumCPU), resource.DecimalSI),
@@ -182,6 +188,7 @@ func Capacity(cfg *Config, m machineinfo.Info) v1.ResourceList {
 	if m.RootFSCapacityBytes > 0 {
 		c[v1.ResourceEphemeralStorage] = *resource.NewQuantity(m.RootFSCapacityBytes, resource.BinarySI)
 	}
+	hugePagesCapacity(c, m.HugePages)
 	return c
 }
 
@@ -204,8 +211,9 @@ func Addresses(cfg *Config, m machineinfo.Info) []v1.NodeAddress {
 
 // SetStatus fills node.Status from cfg and the facts as of now.
 // Conditions keep their lastTransitionTime unless their status changes;
-// lastHeartbeatTime is now on every call. Fields it does not own (images,
-// volumes, config) are left as they are.
+// lastHeartbeatTime is now on every call. Fields it does not own (volumes,
+// config) are left as they are, and so are the images when the facts have
+// none.
 func SetStatus(node *v1.Node, cfg *Config, f Facts, now metav1.Time) {
 	node.Status.Capacity = f.Capacity
 	node.Status.Allocatable = f.Allocatable
@@ -213,6 +221,7 @@ func SetStatus(node *v1.Node, cfg *Config, f Facts, now metav1.Time) {
 		node.Status.Allocatable = Allocatable(f.Capacity, cfg.KubeReserved, cfg.SystemReserved, cfg.HardEviction)
 	}
 	node.Status.Addresses = f.Addresses
+	setImages(node, f.Images)
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort
 	runtimeVersion := node.Status.NodeInfo.ContainerRuntimeVersion
 	node.Status.NodeInfo = f.NodeInfo

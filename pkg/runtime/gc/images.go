@@ -107,6 +107,13 @@ type ImageGC struct {
 	mu      sync.Mutex
 	records map[string]*ImageRecord
 	started time.Time
+	// listed is the last ListImages result, less what was removed since
+	// (see Listed). pulls counts the pulls reported; listedPulls is the
+	// count when the listing started (older: see Relist).
+	listed      []*runtimeapi.Image
+	haveList    bool
+	pulls       uint64
+	listedPulls uint64
 }
 
 // ImagePeriod is how often images are collected (upstream's).
@@ -236,6 +243,7 @@ func (g *ImageGC) remove(ctx context.Context, r ImageRecord, why string) error {
 	}
 	g.mu.Lock()
 	delete(g.records, r.ID)
+	g.forgetListedLocked(r.ID)
 	g.mu.Unlock()
 	return nil
 }
@@ -244,6 +252,7 @@ func (g *ImageGC) remove(ctx context.Context, r ImageRecord, why string) error {
 // last use (now for every image a container refers to), and returns the
 // records.
 func (g *ImageGC) detect(ctx context.Context, now time.Time) ([]ImageRecord, error) {
+	pulls := g.pullCount()
 	imgs, err := g.Images.ListImages(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing images: %w", err)
@@ -265,6 +274,7 @@ func (g *ImageGC) detect(ctx context.Context, now time.Time) ([]ImageRecord, err
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.setListedLocked(imgs, pulls)
 	if g.records == nil {
 		g.records = map[string]*ImageRecord{}
 	}

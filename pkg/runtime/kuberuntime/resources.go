@@ -112,6 +112,7 @@ func linuxResources(pod *v1.Pod, c *v1.Container, memCapacity int64) *runtimeapi
 	}
 	r.MemoryLimitInBytes = c.Resources.Limits.Memory().Value()
 	r.OomScoreAdj = OOMScoreAdj(pod, c, memCapacity)
+	r.HugepageLimits = hugepageLimits(c.Resources.Limits, hugePageSizes())
 	return r
 }
 
