@@ -102,6 +102,7 @@ var ConfigFlagNames = map[string]string{
 	"image-service-endpoint":                     "imageServiceEndpoint",
 	"runtime-request-timeout":                    "runtimeRequestTimeout",
 	"streaming-connection-idle-timeout":          "streamingConnectionIdleTimeout",
+	"node-status-max-images":                     "nodeStatusMaxImages",
 	"serialize-image-pulls":                      "serializeImagePulls",
 	"node-status-update-frequency":               "nodeStatusUpdateFrequency",
 	"event-qps":                                  "eventRecordQPS",
