@@ -40,6 +40,18 @@ type recordingRuntime struct {
 	stopDelay map[string]time.Duration
 	// execErr fails every exec with it; execCode is the exit code.
 	execErr error
+	// statusHandlers are the runtime handlers Status reports.
+	statusHandlers []*runtimeapi.RuntimeHandler
+}
+
+func (r *recordingRuntime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	resp, err := r.FakeRuntimeService.Status(ctx, verbose)
+	if err == nil {
+		r.mu.Lock()
+		resp.RuntimeHandlers = r.statusHandlers
+		r.mu.Unlock()
+	}
+	return resp, err
 }
 
 func newRecordingRuntime() *recordingRuntime {
