@@ -413,6 +413,18 @@ func TestUnsupportedSandboxFeaturesGiveWaitingReasons(t *testing.T) {
 	if len(e.rs.handlers) != 0 {
 		t.Errorf("a sandbox was created anyway")
 	}
+	// A runtime that supports user namespaces does not make the pod run
+	// without one: this kubelet has no mappings to give it (regression:
+	// the sandbox was created in the node's user namespace).
+	e = newPSEnv(t, nil)
+	e.rs.statusHandlers = []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}}}
+	r = e.sync(t, pod)
+	if w := r.WaitingReasons()["app"]; w.Reason != ReasonCreatePodSandboxError || w.Message != RefusedUserNamespacesNotImplemented {
+		t.Errorf("hostUsers on a runtime with user namespaces: %+v (%s)", w, steps(r))
+	}
+	if len(e.rs.handlers) != 0 {
+		t.Errorf("a sandbox without user namespace mappings was created")
+	}
 
 	// RuntimeClass: the handler goes to RunPodSandbox; a missing class is a
 	// reason; pods without one never look anything up.
