@@ -210,7 +210,7 @@ var podSpecFields = map[string]fieldStatus{
 	// VolumeMount
 	"VolumeMount.Name":              implemented("pkg/volume"),
 	"VolumeMount.ReadOnly":          implemented("pkg/volume"),
-	"VolumeMount.RecursiveReadOnly": implemented("pkg/runtime/kuberuntime"),
+	"VolumeMount.RecursiveReadOnly": implemented("pkg/pod/podspec"),
 	"VolumeMount.MountPath":         implemented("pkg/volume"),
 	"VolumeMount.SubPath":           implemented("pkg/volume"),
 	"VolumeMount.MountPropagation":  implemented("pkg/volume"),

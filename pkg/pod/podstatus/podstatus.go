@@ -30,6 +30,11 @@ type Options struct {
 	// FailMessage (eviction, a rejected admission, a deadline exceeded).
 	FailReason  string
 	FailMessage string
+	// RecursiveReadOnlySupported: the pod's runtime handler supports
+	// recursive read-only mounts (containers' volumeMounts[].
+	// recursiveReadOnly in their status). Only asked for pods that use the
+	// field (podspec.PodAsksRecursiveReadOnly).
+	RecursiveReadOnlySupported bool
 }
 
 // Compute returns the API status of pod. observed is the runtime's view (nil
@@ -52,6 +57,7 @@ func Compute(pod *v1.Pod, observed *container.PodStatus, waiting map[string]cont
 	s.InitContainerStatuses = ContainerStatuses(pod, true, observed, waiting, old.InitContainerStatuses, opts.RuntimeType)
 	s.ContainerStatuses = ContainerStatuses(pod, false, observed, waiting, old.ContainerStatuses, opts.RuntimeType)
 	s.EphemeralContainerStatuses = EphemeralContainerStatuses(pod, observed, waiting, old.EphemeralContainerStatuses, opts.RuntimeType)
+	setVolumeMounts(pod, &s, opts.RecursiveReadOnlySupported)
 	for i := range s.EphemeralContainerStatuses {
 		started := s.EphemeralContainerStatuses[i].State.Running != nil
 		s.EphemeralContainerStatuses[i].Started = &started
@@ -240,4 +246,26 @@ func PodIPs(pod *v1.Pod, observed *container.PodStatus, old *v1.PodStatus, hostI
 		out = append(out, old.PodIPs...)
 	}
 	return out
+}
+
+// setVolumeMounts reports each container's volumeMounts in its status, as
+// upstream does (podspec.VolumeMountStatuses). The mounts of a container
+// are fixed by its spec, so every instance reports the same.
+func setVolumeMounts(pod *v1.Pod, s *v1.PodStatus, rroSupported bool) {
+	set := func(specs []v1.Container, sts []v1.ContainerStatus) {
+		for i := range sts {
+			if c := podspec.FindIn(specs, sts[i].Name); c != nil {
+				sts[i].VolumeMounts = podspec.VolumeMountStatuses(c, rroSupported)
+			}
+		}
+	}
+	set(pod.Spec.InitContainers, s.InitContainerStatuses)
+	set(pod.Spec.Containers, s.ContainerStatuses)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		eph := make([]v1.Container, len(pod.Spec.EphemeralContainers))
+		for i := range pod.Spec.EphemeralContainers {
+			eph[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		}
+		set(eph, s.EphemeralContainerStatuses)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // runtimeFeatures caches what the runtime reports it supports in its CRI
@@ -61,6 +63,16 @@ func (m *Manager) SupportsRecursiveReadOnlyMounts(ctx context.Context, handler s
 	m.features.mu.Lock()
 	defer m.features.mu.Unlock()
 	return m.features.rro[handler], nil
+}
+
+// PodSupportsRecursiveReadOnlyMounts reports whether the runtime handler
+// of the pod's RuntimeClass supports recursive read-only mounts.
+func (m *Manager) PodSupportsRecursiveReadOnlyMounts(ctx context.Context, pod *v1.Pod) (bool, error) {
+	handler, err := m.runtimeHandler(ctx, pod)
+	if err != nil {
+		return false, err
+	}
+	return m.SupportsRecursiveReadOnlyMounts(ctx, handler)
 }
 
 // SupportsSupplementalGroupsPolicy reports whether the runtime applies
