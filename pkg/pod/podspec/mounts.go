@@ -72,7 +72,6 @@ func ResolveRecursiveReadOnly(vm v1.VolumeMount, supported bool) (bool, error) {
 	}
 }
 
-
 // VolumeMountStatuses are a container's volumeMounts as its status reports
 // them (upstream's): name, mountPath and readOnly of each, and for a
 // read-only one whether it is recursive (Enabled) or not (Disabled), as

@@ -52,7 +52,6 @@ func TestResolveRecursiveReadOnly(t *testing.T) {
 	}
 }
 
-
 func TestVolumeMountStatuses(t *testing.T) {
 	mode := func(m v1.RecursiveReadOnlyMode) *v1.RecursiveReadOnlyMode { return &m }
 	c := &v1.Container{VolumeMounts: []v1.VolumeMount{
