@@ -479,7 +479,7 @@ const (
 // TestPodSpecFieldsDoc keeps the table of docs/podspec.md equal to the
 // classification.
 func TestPodSpecFieldsDoc(t *testing.T) {
-	want := renderFieldTable(walkPodSpec(t))
+	want := renderFieldTable(t, walkPodSpec(t))
 	b, err := os.ReadFile(docPath)
 	if err != nil {
 		t.Fatal(err)
@@ -503,55 +503,67 @@ func TestPodSpecFieldsDoc(t *testing.T) {
 	t.Errorf("the pod spec field table in docs/podspec.md is stale; regenerate it: go test ./pkg/kubelet -run TestPodSpecFieldsDoc -update-docs")
 }
 
-// docSections names the walked types as the doc does.
-var docSections = map[string]string{
-	"PodSpec":            "`spec`",
-	"Container":          "containers (`containers[]`, `initContainers[]`, and `ephemeralContainers[]`, which run as containers)",
-	"EphemeralContainer": "`ephemeralContainers[]` (beyond a container's fields)",
-	"PodSecurityContext": "`spec.securityContext`",
-	"SecurityContext":    "`containers[].securityContext`",
-	"Probe":              "probes (`livenessProbe`, `readinessProbe`, `startupProbe`)",
-	"ProbeHandler":       "probe handlers",
-	"Lifecycle":          "`lifecycle`",
-	"LifecycleHandler":   "lifecycle handlers (`postStart`, `preStop`)",
-	"VolumeMount":        "`volumeMounts[]`",
-	"Volume":             "`volumes[]`",
-	"VolumeSource":       "volume types",
+// docSections names the walked types as the doc does, in the doc's order.
+var docSections = []struct{ typeName, title string }{
+	{"PodSpec", "`spec`"},
+	{"Container", "containers (`containers[]`, `initContainers[]`, and `ephemeralContainers[]`, which run as containers)"},
+	{"EphemeralContainer", "`ephemeralContainers[]` (beyond a container's fields)"},
+	{"PodSecurityContext", "`spec.securityContext`"},
+	{"SecurityContext", "`containers[].securityContext`"},
+	{"Probe", "probes (`livenessProbe`, `readinessProbe`, `startupProbe`)"},
+	{"ProbeHandler", "probe handlers"},
+	{"Lifecycle", "`lifecycle`"},
+	{"LifecycleHandler", "lifecycle handlers (`postStart`, `preStop`)"},
+	{"VolumeMount", "`volumeMounts[]`"},
+	{"Volume", "`volumes[]`"},
+	{"VolumeSource", "volume types (`volumes[].<type>`)"},
+	{"EphemeralContainerCommon", ""}, // as Container
 }
 
-func renderFieldTable(fields []specField) string {
+func renderFieldTable(t *testing.T, fields []specField) string {
+	byType := map[string][]specField{}
+	for _, f := range fields {
+		byType[f.typeName] = append(byType[f.typeName], f)
+	}
 	var b strings.Builder
 	b.WriteString("\n")
-	section := ""
-	for _, f := range fields {
-		if f.typeName == "EphemeralContainerCommon" {
+	for _, sec := range docSections {
+		list := byType[sec.typeName]
+		delete(byType, sec.typeName)
+		if sec.title == "" || len(list) == 0 {
 			continue
 		}
-		if f.typeName != section {
-			section = f.typeName
-			fmt.Fprintf(&b, "\n%s:\n\n| field | status | where / why |\n| --- | --- | --- |\n", docSections[section])
+		fmt.Fprintf(&b, "\n%s:\n\n| field | status | where / why |\n| --- | --- | --- |\n", sec.title)
+		for _, f := range list {
+			renderField(&b, f)
 		}
-		st, ok := statusOf(f)
-		if !ok {
-			fmt.Fprintf(&b, "| `%s` | unclassified | |\n", f.json)
-			continue
-		}
-		where := st.where
-		switch st.kind {
-		case kindImplemented:
-			where = "`" + st.where + "`"
-			if len(st.via) > 0 {
-				var vs []string
-				for _, v := range st.via {
-					vs = append(vs, "`"+v[strings.LastIndex(v, "/")+1:]+"`")
-				}
-				where += ", through " + strings.Join(vs, ", ")
-			}
-		case kindRefused, kindRefusedVolume:
-			where = "`" + st.where + "`"
-		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", f.json, st.kind, where)
+	}
+	for tn := range byType {
+		t.Errorf("the walked type %s has no section in docSections", tn)
 	}
 	b.WriteString("\n")
 	return b.String()
+}
+
+func renderField(b *strings.Builder, f specField) {
+	st, ok := statusOf(f)
+	if !ok {
+		fmt.Fprintf(b, "| `%s` | unclassified | |\n", f.json)
+		return
+	}
+	where := st.where
+	switch st.kind {
+	case kindImplemented:
+		where = "`" + st.where + "`"
+		if len(st.via) > 0 {
+			var vs []string
+			for _, v := range st.via {
+				vs = append(vs, "`"+v[strings.LastIndex(v, "/")+1:]+"`")
+			}
+			where += ", through " + strings.Join(vs, ", ")
+		}
+	case kindRefused, kindRefusedVolume:
+		where = "`" + st.where + "`"
+	}
+	fmt.Fprintf(b, "| `%s` | %s | %s |\n", f.json, st.kind, where)
 }
