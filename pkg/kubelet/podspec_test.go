@@ -13,8 +13,14 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/pkg/engine/cri"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
 )
+
+// The engine asks the runtime it is given whether a pod's handler supports
+// recursive read-only mounts (containers' volumeMounts in their status).
+var _ cri.RecursiveReadOnlyRuntime = (*kuberuntime.Manager)(nil)
 
 func TestServiceEnvWaitsForTheFirstList(t *testing.T) {
 	kube := fake.NewSimpleClientset(

@@ -154,6 +154,10 @@ func (e *NotReadyError) Error() string {
 	return fmt.Sprintf("unmounted volumes=[%s]: %s", strings.Join(names, " "), strings.Join(msgs, "; "))
 }
 
+// RefusedVolumeDevices ends the error of a volume a container uses as a
+// raw block device (volumeDevices).
+const RefusedVolumeDevices = "is used as a raw block device (volumeDevices), which this node does not support"
+
 // usedVolumes are the names of the volumes some container of the pod
 // mounts (volumes nobody mounts are not set up, as upstream), and those
 // used as raw block devices.
@@ -210,7 +214,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 		v := &pod.Spec.Volumes[i]
 		if devices[v.Name] {
 			failed = append(failed, m.report(ctx, pod, &volumeState{name: v.Name}, TypeOf(v),
-				fmt.Errorf("volume %q is used as a raw block device (volumeDevices), which this node does not support", v.Name)))
+				fmt.Errorf("volume %q "+RefusedVolumeDevices, v.Name)))
 		}
 		if !mounts[v.Name] {
 			continue

@@ -123,7 +123,6 @@ var Table = []Gate{
 	{"PodCertificateRequest", Lacking, "", "podCertificate projected volume sources"},
 	{"PodLogsQuerySplitStreams", Lacking, "", "stream selection of kubectl logs"},
 	{"QOSReserved", Lacking, "", "qosReserved"},
-	{"RecursiveReadOnlyMounts", Lacking, "", "recursiveReadOnly volume mounts"},
 	{"ReduceDefaultCrashLoopBackOffDecay", Lacking, "", "the shorter crash loop back-off"},
 	{"ResourceHealthStatus", Lacking, "", "allocatedResourcesStatus of devices"},
 	{"ResourceHealthStatusMessage", Lacking, "", "messages in allocatedResourcesStatus (1.35+)"},
@@ -137,6 +136,7 @@ var Table = []Gate{
 	{"UserNamespacesSupport", Lacking, "", "hostUsers: false (refused with a reason on this node)"},
 	// Locked on upstream, implemented here.
 	{"PodLifecycleSleepAction", Locked, "pkg/pod/hooks", "the sleep action of postStart and preStop hooks"},
+	{"RecursiveReadOnlyMounts", Locked, "pkg/runtime/kuberuntime", "recursiveReadOnly volume mounts through CRI"},
 	{"SidecarContainers", Locked, "pkg/runtime/kuberuntime", "init containers with restartPolicy Always (sidecars)"},
 }
 

@@ -146,9 +146,22 @@ func (e *Engine) computeStatus(pod *v1.Pod, rs *container.PodStatus, opts podsta
 	opts.RuntimeType = e.runtime.Type()
 	opts.HostIPs = e.hostIPs
 	opts.Features = e.features
+	if rro, ok := e.runtime.(RecursiveReadOnlyRuntime); ok && podspec.PodAsksRecursiveReadOnly(pod) {
+		supported, err := rro.PodSupportsRecursiveReadOnlyMounts(context.Background(), pod)
+		if err != nil {
+			klog.V(4).InfoS("Runtime support of recursive read-only mounts unknown", "pod", klog.KObj(pod), "err", err)
+		}
+		opts.RecursiveReadOnlySupported = supported
+	}
 	st := podstatus.Compute(pod, rs, e.reasons.get(pod.UID), prev, opts)
 	e.resizeStatus(pod, rs, &st, metav1.NewTime(opts.Now))
 	return st
+}
+
+// RecursiveReadOnlyRuntime is a runtime that knows whether a pod's runtime
+// handler supports recursive read-only mounts (kuberuntime.Manager).
+type RecursiveReadOnlyRuntime interface {
+	PodSupportsRecursiveReadOnlyMounts(ctx context.Context, pod *v1.Pod) (bool, error)
 }
 
 // activeDeadlineExceeded reports whether the pod ran past

@@ -97,10 +97,17 @@ func (r *Runner) Run(ctx context.Context, pod *v1.Pod, c *v1.Container, containe
 				h.Sleep.Seconds, c.Name, podspec.Format(pod), err), err
 		}
 		return "", nil
+	case h.TCPSocket != nil:
+		// Kept in the API for compatibility only: upstream fails such a
+		// hook as an invalid handler, and so does this kubelet.
 	}
-	err := fmt.Errorf("invalid handler: %v", h)
+	err := fmt.Errorf("%s: %v", RefusedInvalidHandler, h)
 	return fmt.Sprintf("Cannot run handler: %v", err), err
 }
+
+// RefusedInvalidHandler starts the error of a handler this kubelet cannot
+// run: a tcpSocket one (deprecated, never run by upstream either) or none.
+const RefusedInvalidHandler = "invalid handler"
 
 func (r *Runner) runExec(ctx context.Context, id string, cmd []string, timeout time.Duration) (string, error) {
 	if r.exec == nil {

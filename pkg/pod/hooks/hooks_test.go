@@ -129,3 +129,14 @@ func TestSleepHook(t *testing.T) {
 		t.Errorf("empty handler accepted")
 	}
 }
+
+// A tcpSocket lifecycle handler is kept in the API for compatibility only;
+// it fails as an invalid handler (as upstream), it is never taken as done.
+func TestTCPSocketHookIsRefused(t *testing.T) {
+	r := NewRunner(nil, nil, "")
+	h := &v1.LifecycleHandler{TCPSocket: &v1.TCPSocketAction{Port: intstr.FromInt32(80)}}
+	msg, err := r.Run(context.Background(), testPod, &v1.Container{Name: "c"}, "cid", "", h, 0)
+	if err == nil || !strings.HasPrefix(err.Error(), RefusedInvalidHandler+": ") || !strings.HasPrefix(msg, "Cannot run handler: invalid handler: ") {
+		t.Errorf("tcpSocket hook: %q %v", msg, err)
+	}
+}

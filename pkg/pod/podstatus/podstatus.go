@@ -34,6 +34,11 @@ type Options struct {
 	// Features are the feature gates the status follows
 	// (PodReadyToStartContainersCondition); the zero value has them on.
 	Features features.Gates
+	// RecursiveReadOnlySupported: the pod's runtime handler supports
+	// recursive read-only mounts (containers' volumeMounts[].
+	// recursiveReadOnly in their status). Only asked for pods that use the
+	// field (podspec.PodAsksRecursiveReadOnly).
+	RecursiveReadOnlySupported bool
 }
 
 // Compute returns the API status of pod. observed is the runtime's view (nil
@@ -56,6 +61,7 @@ func Compute(pod *v1.Pod, observed *container.PodStatus, waiting map[string]cont
 	s.InitContainerStatuses = ContainerStatuses(pod, true, observed, waiting, old.InitContainerStatuses, opts.RuntimeType)
 	s.ContainerStatuses = ContainerStatuses(pod, false, observed, waiting, old.ContainerStatuses, opts.RuntimeType)
 	s.EphemeralContainerStatuses = EphemeralContainerStatuses(pod, observed, waiting, old.EphemeralContainerStatuses, opts.RuntimeType)
+	setVolumeMounts(pod, &s, opts.RecursiveReadOnlySupported)
 	for i := range s.EphemeralContainerStatuses {
 		started := s.EphemeralContainerStatuses[i].State.Running != nil
 		s.EphemeralContainerStatuses[i].Started = &started
@@ -256,5 +262,27 @@ func DropObservedGeneration(s *v1.PodStatus) {
 	s.ObservedGeneration = 0
 	for i := range s.Conditions {
 		s.Conditions[i].ObservedGeneration = 0
+	}
+}
+
+// setVolumeMounts reports each container's volumeMounts in its status, as
+// upstream does (podspec.VolumeMountStatuses). The mounts of a container
+// are fixed by its spec, so every instance reports the same.
+func setVolumeMounts(pod *v1.Pod, s *v1.PodStatus, rroSupported bool) {
+	set := func(specs []v1.Container, sts []v1.ContainerStatus) {
+		for i := range sts {
+			if c := podspec.FindIn(specs, sts[i].Name); c != nil {
+				sts[i].VolumeMounts = podspec.VolumeMountStatuses(c, rroSupported)
+			}
+		}
+	}
+	set(pod.Spec.InitContainers, s.InitContainerStatuses)
+	set(pod.Spec.Containers, s.ContainerStatuses)
+	if len(pod.Spec.EphemeralContainers) > 0 {
+		eph := make([]v1.Container, len(pod.Spec.EphemeralContainers))
+		for i := range pod.Spec.EphemeralContainers {
+			eph[i] = v1.Container(pod.Spec.EphemeralContainers[i].EphemeralContainerCommon)
+		}
+		set(eph, s.EphemeralContainerStatuses)
 	}
 }

@@ -201,3 +201,25 @@ func TestComputeTerminalMarksContainers(t *testing.T) {
 		t.Errorf("MarkTerminated: %+v", st)
 	}
 }
+
+// Every container status reports its volumeMounts, as upstream, with the
+// recursive read-only mode the runtime handler's support gives; a
+// container that has not run yet too.
+func TestComputeVolumeMounts(t *testing.T) {
+	pod := podOf(v1.RestartPolicyAlways, nil, nil, "a", "b")
+	ifp := v1.RecursiveReadOnlyIfPossible
+	pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true, RecursiveReadOnly: &ifp}, {Name: "tmp", MountPath: "/tmp"}}
+	pod.Spec.Containers[1].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/d", ReadOnly: true}}
+	observed := observedOf(inst("a", "c1", container.StateRunning, 0, 0, t0))
+	for supported, want := range map[bool]v1.RecursiveReadOnlyMode{true: v1.RecursiveReadOnlyEnabled, false: v1.RecursiveReadOnlyDisabled} {
+		s := Compute(pod, observed, nil, nil, Options{Now: t0, RecursiveReadOnlySupported: supported})
+		a, b := podspec.FindStatus(s.ContainerStatuses, "a"), podspec.FindStatus(s.ContainerStatuses, "b")
+		if a == nil || len(a.VolumeMounts) != 2 || a.VolumeMounts[0].MountPath != "/data" || a.VolumeMounts[0].RecursiveReadOnly == nil ||
+			*a.VolumeMounts[0].RecursiveReadOnly != want || a.VolumeMounts[1].ReadOnly || a.VolumeMounts[1].RecursiveReadOnly != nil {
+			t.Errorf("supported=%v: running container's volumeMounts %+v", supported, a)
+		}
+		if b == nil || len(b.VolumeMounts) != 1 || b.VolumeMounts[0].Name != "data" || *b.VolumeMounts[0].RecursiveReadOnly != v1.RecursiveReadOnlyDisabled {
+			t.Errorf("supported=%v: waiting container's volumeMounts %+v", supported, b)
+		}
+	}
+}

@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 // runtimeFeatures caches what the runtime reports it supports in its CRI
-// Status: per runtime handler, user namespaces; and the supplemental
-// groups policy. It is read on first need (a pod asking for such a
+// Status: per runtime handler, user namespaces and recursive read-only
+// mounts; and the supplemental groups policy. It is read on first need (a pod asking for such a
 // feature), never on the start path of other pods.
 type runtimeFeatures struct {
 	mu     sync.Mutex
 	read   bool
 	userns map[string]bool
+	rro    map[string]bool
 	sgp    bool
 }
 
@@ -28,9 +31,10 @@ func (m *Manager) loadFeatures(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("asking the runtime for its features: %w", err)
 	}
-	f.userns = map[string]bool{}
+	f.userns, f.rro = map[string]bool{}, map[string]bool{}
 	for _, h := range resp.GetRuntimeHandlers() {
 		f.userns[h.GetName()] = h.GetFeatures().GetUserNamespaces()
+		f.rro[h.GetName()] = h.GetFeatures().GetRecursiveReadOnlyMounts()
 	}
 	f.sgp = resp.GetFeatures().GetSupplementalGroupsPolicy()
 	f.read = true
@@ -47,6 +51,28 @@ func (m *Manager) SupportsUserNamespaces(ctx context.Context, handler string) (b
 	m.features.mu.Lock()
 	defer m.features.mu.Unlock()
 	return m.features.userns[handler], nil
+}
+
+// SupportsRecursiveReadOnlyMounts reports whether the runtime handler
+// ("" is the default one) supports recursive read-only mounts. A runtime
+// that reports no handlers (containerd 1.6), or not this one, does not.
+func (m *Manager) SupportsRecursiveReadOnlyMounts(ctx context.Context, handler string) (bool, error) {
+	if err := m.loadFeatures(ctx); err != nil {
+		return false, err
+	}
+	m.features.mu.Lock()
+	defer m.features.mu.Unlock()
+	return m.features.rro[handler], nil
+}
+
+// PodSupportsRecursiveReadOnlyMounts reports whether the runtime handler
+// of the pod's RuntimeClass supports recursive read-only mounts.
+func (m *Manager) PodSupportsRecursiveReadOnlyMounts(ctx context.Context, pod *v1.Pod) (bool, error) {
+	handler, err := m.runtimeHandler(ctx, pod)
+	if err != nil {
+		return false, err
+	}
+	return m.SupportsRecursiveReadOnlyMounts(ctx, handler)
 }
 
 // SupportsSupplementalGroupsPolicy reports whether the runtime applies

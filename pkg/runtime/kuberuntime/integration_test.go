@@ -211,3 +211,96 @@ func TestIntegrationCrashLoop(t *testing.T) {
 		t.Fatalf("want CrashLoopBackOff 10s, got %+v", r.Steps)
 	}
 }
+
+// TestIntegrationRecursiveReadOnly: a read-only hostPath volume with a
+// tmpfs mounted below it. The runtime is asked, independently of the
+// manager, whether its default handler supports recursive read-only
+// mounts; the test then asserts what that runtime must do: with support,
+// IfPossible and Enabled make the submount read-only too; without
+// (containerd 1.6), IfPossible gives a plain read-only bind whose submount
+// stays writable, and Enabled refuses the container with upstream's reason.
+func TestIntegrationRecursiveReadOnly(t *testing.T) {
+	m := realManager(t)
+	ctx := context.Background()
+	resp, err := m.runtime.Status(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	supported := false
+	for _, h := range resp.GetRuntimeHandlers() {
+		if h.GetName() == "" {
+			supported = h.GetFeatures().GetRecursiveReadOnlyMounts()
+		}
+	}
+	v, err := m.runtime.Version(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("runtime %s %s: default handler supports recursive read-only mounts: %v", v.GetRuntimeName(), v.GetRuntimeVersion(), supported)
+
+	src := t.TempDir()
+	if err := os.Mkdir(src+"/sub", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := hostfs.MountTmpfs(src+"/sub", 1<<20); err != nil {
+		t.Fatalf("mounting a tmpfs below the volume: %v", err)
+	}
+	t.Cleanup(func() { hostfs.UnmountAll(src) })
+
+	newPod := func(mode v1.RecursiveReadOnlyMode) *v1.Pod {
+		return &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "rro-" + strings.ToLower(string(mode)), Namespace: "default", UID: types.UID(fmt.Sprintf("rro-%d", time.Now().UnixNano()))},
+			Spec: v1.PodSpec{
+				RestartPolicy: v1.RestartPolicyNever,
+				Containers: []v1.Container{{
+					Name: "main", Image: "gokubelet.local/testimage:1.0", ImagePullPolicy: v1.PullNever,
+					Command:                []string{"sh", "-c", "if touch /data/sub/probe 2>/dev/null; then echo sub=writable; else echo sub=readonly; fi > /dev/termination-log"},
+					TerminationMessagePath: "/dev/termination-log",
+					VolumeMounts:           []v1.VolumeMount{{Name: "data", MountPath: "/data", ReadOnly: true, RecursiveReadOnly: &mode}},
+				}},
+				Volumes: []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: src}}}},
+			},
+		}
+	}
+	cleanup := func(pod *v1.Pod) {
+		t.Cleanup(func() {
+			_ = m.KillPod(ctx, pod, nil, nil)
+			_ = m.RemovePod(ctx, pod.UID)
+		})
+	}
+	saw := func(pod *v1.Pod) string {
+		st := syncUntil(t, m, pod, func(s *container.PodStatus) bool {
+			l := s.Latest("main")
+			return l != nil && l.State == container.StateExited
+		})
+		return strings.TrimSpace(st.Latest("main").Message)
+	}
+
+	want := "sub=writable"
+	if supported {
+		want = "sub=readonly"
+	}
+	ifp := newPod(v1.RecursiveReadOnlyIfPossible)
+	cleanup(ifp)
+	if got := saw(ifp); got != want {
+		t.Errorf("IfPossible (runtime support %v): the container saw %q, want %q", supported, got, want)
+	}
+
+	en := newPod(v1.RecursiveReadOnlyEnabled)
+	cleanup(en)
+	if supported {
+		if got := saw(en); got != "sub=readonly" {
+			t.Errorf("Enabled: the container saw %q", got)
+		}
+		return
+	}
+	st, err := m.GetPodStatus(ctx, en.UID, en.Name, en.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := m.SyncPod(ctx, en, st)
+	w := r.WaitingReasons()["main"]
+	if w.Reason != ReasonCreateContainerConfigError || w.Message != `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime` {
+		t.Errorf("Enabled on a runtime without support: %+v", w)
+	}
+}

@@ -40,6 +40,18 @@ type recordingRuntime struct {
 	stopDelay map[string]time.Duration
 	// execErr fails every exec with it; execCode is the exit code.
 	execErr error
+	// statusHandlers are the runtime handlers Status reports.
+	statusHandlers []*runtimeapi.RuntimeHandler
+}
+
+func (r *recordingRuntime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	resp, err := r.FakeRuntimeService.Status(ctx, verbose)
+	if err == nil {
+		r.mu.Lock()
+		resp.RuntimeHandlers = r.statusHandlers
+		r.mu.Unlock()
+	}
+	return resp, err
 }
 
 func newRecordingRuntime() *recordingRuntime {
@@ -400,6 +412,18 @@ func TestUnsupportedSandboxFeaturesGiveWaitingReasons(t *testing.T) {
 	}
 	if len(e.rs.handlers) != 0 {
 		t.Errorf("a sandbox was created anyway")
+	}
+	// A runtime that supports user namespaces does not make the pod run
+	// without one: this kubelet has no mappings to give it (regression:
+	// the sandbox was created in the node's user namespace).
+	e = newPSEnv(t, nil)
+	e.rs.statusHandlers = []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}}}
+	r = e.sync(t, pod)
+	if w := r.WaitingReasons()["app"]; w.Reason != ReasonCreatePodSandboxError || w.Message != RefusedUserNamespacesNotImplemented {
+		t.Errorf("hostUsers on a runtime with user namespaces: %+v (%s)", w, steps(r))
+	}
+	if len(e.rs.handlers) != 0 {
+		t.Errorf("a sandbox without user namespace mappings was created")
 	}
 
 	// RuntimeClass: the handler goes to RunPodSandbox; a missing class is a

@@ -129,17 +129,21 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		return "", nil, nil, sandboxConfigError{err}
 	}
 	if securitycontext.UserNamespaceRequested(pod) {
+		// This kubelet does not allocate user namespace mappings yet: a
+		// sandbox without them would run in the node's user namespace, so
+		// the pod is refused even when the runtime could do it.
 		ok, err := m.SupportsUserNamespaces(ctx, handler)
-		if err != nil || !ok {
-			msg := "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
-			if handler != "" {
-				msg = fmt.Sprintf("can't set `spec.hostUsers: false`, RuntimeClass handler %q does not support user namespaces", handler)
-			}
-			if err != nil {
-				msg += ": " + err.Error()
-			}
-			return "", nil, nil, sandboxConfigError{errors.New(msg)}
+		msg := RefusedUserNamespacesNotImplemented
+		switch {
+		case (err != nil || !ok) && handler != "":
+			msg = fmt.Sprintf(RefusedUserNamespacesHandler, handler)
+		case err != nil || !ok:
+			msg = RefusedUserNamespacesRuntime
 		}
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		return "", nil, nil, sandboxConfigError{errors.New(msg)}
 	}
 	m.reportDNSWarnings(ctx, pod, warns)
 	id, err := m.runtime.RunPodSandbox(ctx, cfg, handler)

@@ -7,6 +7,26 @@ import (
 	v1 "k8s.io/api/core/v1"
 )
 
+// The fields unsupportedFields refuses, as its message names them (a
+// container's are prefixed with the container's path, e.g.
+// spec.containers[0]). pkg/kubelet/podspec_fields_test.go classifies every
+// pod spec field; a field refused here is classified by these names.
+const (
+	RefusedPodResourceClaims       = "spec.resourceClaims (dynamic resource allocation)"
+	RefusedHostnameOverride        = "spec.hostnameOverride"
+	RefusedContainerResourceClaims = ".resources.claims (dynamic resource allocation)"
+	RefusedRestartPolicyRules      = ".restartPolicyRules"
+	RefusedStopSignal              = ".lifecycle.stopSignal"
+)
+
+// Refusals of hostUsers: false (spec.hostUsers), by the runtime handler's
+// support; the first is upstream's message.
+const (
+	RefusedUserNamespacesRuntime        = "can't set `spec.hostUsers: false`, runtime does not support user namespaces"
+	RefusedUserNamespacesHandler        = "can't set `spec.hostUsers: false`, RuntimeClass handler %q does not support user namespaces"
+	RefusedUserNamespacesNotImplemented = "can't set `spec.hostUsers: false`, this kubelet does not support user namespaces yet (the runtime handler does)"
+)
+
 // unsupportedFields names the fields of pod that ask for something this
 // kubelet cannot do, so the pod waits with a reason and an event naming
 // them (as a sandboxConfigError) instead of running without it. Fields
@@ -15,20 +35,20 @@ import (
 func unsupportedFields(pod *v1.Pod) error {
 	var out []string
 	if len(pod.Spec.ResourceClaims) > 0 {
-		out = append(out, "spec.resourceClaims (dynamic resource allocation)")
+		out = append(out, RefusedPodResourceClaims)
 	}
 	if pod.Spec.HostnameOverride != nil {
-		out = append(out, "spec.hostnameOverride")
+		out = append(out, RefusedHostnameOverride)
 	}
 	check := func(path string, c *v1.Container) {
 		if len(c.Resources.Claims) > 0 {
-			out = append(out, path+".resources.claims (dynamic resource allocation)")
+			out = append(out, path+RefusedContainerResourceClaims)
 		}
 		if len(c.RestartPolicyRules) > 0 {
-			out = append(out, path+".restartPolicyRules")
+			out = append(out, path+RefusedRestartPolicyRules)
 		}
 		if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
-			out = append(out, path+".lifecycle.stopSignal")
+			out = append(out, path+RefusedStopSignal)
 		}
 	}
 	for i := range pod.Spec.InitContainers {

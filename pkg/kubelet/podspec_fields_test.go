@@ -1,0 +1,569 @@
+package kubelet
+
+// No silent pod fields, by construction: every field of the pod spec types
+// the kubelet is handed is classified below, and the classification is
+// checked against the code. A new field (an upgrade of k8s.io/api) fails
+// TestPodSpecFieldsAreClassified until someone decides what this kubelet
+// does with it.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gokubelet/kubelet/pkg/volume"
+)
+
+// statusKind is what this kubelet does with a pod spec field.
+type statusKind string
+
+const (
+	// kindImplemented: read and honoured by the package named in where
+	// (a path in the module, e.g. "pkg/pod/dns"), directly or through the
+	// library functions in via.
+	kindImplemented statusKind = "implemented"
+	// kindRefused: a pod that sets it is refused (or the part that uses it
+	// fails) with a reason, an event and a log line. where names the
+	// package-level identifier (usually a constant holding the message)
+	// that produces the refusal: "pkg/runtime/kuberuntime.RefusedStopSignal".
+	// The field must be read in the reason's package, or in the package
+	// given with readBy when the decision is made there.
+	kindRefused statusKind = "refused"
+	// kindRefusedVolume: a volume type the volume manager does not know;
+	// it is refused generically (volume.UnsupportedError), so the field is
+	// never read by name. Checked by behaviour.
+	kindRefusedVolume statusKind = "refused volume type"
+	// kindAPIOnly: the kubelet never reads it, by design (upstream's does
+	// not either): the API server or the scheduler acts on it. where says
+	// who.
+	kindAPIOnly statusKind = "api-only"
+	// kindInert: upstream's kubelet reads it, but on this node it changes
+	// nothing; where says why.
+	kindInert statusKind = "no effect here"
+)
+
+type fieldStatus struct {
+	kind  statusKind
+	where string
+	via   []string
+	// readBy, for a refused field, is the package that reads it when it
+	// is not the reason's.
+	readBy string
+}
+
+func (s fieldStatus) readIn(pkg string) fieldStatus { s.readBy = pkg; return s }
+
+func implemented(where string, via ...string) fieldStatus {
+	return fieldStatus{kind: kindImplemented, where: where, via: via}
+}
+func refused(reason string) fieldStatus { return fieldStatus{kind: kindRefused, where: reason} }
+func refusedVolume() fieldStatus {
+	return fieldStatus{kind: kindRefusedVolume, where: "pkg/volume.UnsupportedError"}
+}
+func apiOnly(why string) fieldStatus { return fieldStatus{kind: kindAPIOnly, where: why} }
+func inert(why string) fieldStatus   { return fieldStatus{kind: kindInert, where: why} }
+
+// Where the libraries that read fields for us are.
+const (
+	viaNodeAffinity = "k8s.io/component-helpers/scheduling/corev1/nodeaffinity.GetRequiredNodeAffinity"
+	viaPodRequests  = "k8s.io/component-helpers/resource.PodRequests"
+	viaPodLimits    = "k8s.io/component-helpers/resource.PodLimits"
+)
+
+// podSpecFields classifies every field of the walked types (walkedTypes),
+// by "Type.Field" of its declaring struct. The fields of
+// EphemeralContainerCommon are those of Container (ephemeral containers
+// run as containers, see ephemeralAsContainer) and are not listed.
+var podSpecFields = map[string]fieldStatus{
+	// PodSpec
+	"PodSpec.Volumes":                       implemented("pkg/volume"),
+	"PodSpec.InitContainers":                implemented("pkg/runtime/kuberuntime"),
+	"PodSpec.Containers":                    implemented("pkg/runtime/kuberuntime"),
+	"PodSpec.EphemeralContainers":           implemented("pkg/runtime/kuberuntime"),
+	"PodSpec.RestartPolicy":                 implemented("pkg/pod/podspec"),
+	"PodSpec.TerminationGracePeriodSeconds": implemented("pkg/runtime/kuberuntime"),
+	"PodSpec.ActiveDeadlineSeconds":         implemented("pkg/engine/cri"),
+	"PodSpec.DNSPolicy":                     implemented("pkg/pod/dns"),
+	"PodSpec.NodeSelector":                  implemented("pkg/pod/admission", viaNodeAffinity),
+	"PodSpec.ServiceAccountName":            implemented("pkg/pod/fieldpath"),
+	"PodSpec.DeprecatedServiceAccount":      apiOnly("deprecated alias of serviceAccountName, which the API server keeps equal to it"),
+	"PodSpec.AutomountServiceAccountToken":  apiOnly("the API server's ServiceAccount admission decides whether to add the token volume; the kubelet mounts the volumes the spec lists"),
+	"PodSpec.NodeName":                      implemented("pkg/pod/admission"),
+	"PodSpec.HostNetwork":                   implemented("pkg/pod/securitycontext"),
+	"PodSpec.HostPID":                       implemented("pkg/pod/securitycontext"),
+	"PodSpec.HostIPC":                       implemented("pkg/pod/securitycontext"),
+	"PodSpec.ShareProcessNamespace":         implemented("pkg/pod/securitycontext"),
+	"PodSpec.SecurityContext":               implemented("pkg/pod/securitycontext"),
+	"PodSpec.ImagePullSecrets":              implemented("pkg/runtime/credentials"),
+	"PodSpec.Hostname":                      implemented("pkg/pod/dns"),
+	"PodSpec.Subdomain":                     implemented("pkg/pod/dns"),
+	"PodSpec.Affinity":                      implemented("pkg/pod/admission", viaNodeAffinity),
+	"PodSpec.SchedulerName":                 apiOnly("the scheduler that takes the pod"),
+	"PodSpec.Tolerations":                   implemented("pkg/pod/admission"),
+	"PodSpec.HostAliases":                   implemented("pkg/pod/dns"),
+	"PodSpec.PriorityClassName":             implemented("pkg/runtime/kuberuntime"),
+	"PodSpec.Priority":                      implemented("pkg/pod/podspec"),
+	"PodSpec.DNSConfig":                     implemented("pkg/pod/dns"),
+	"PodSpec.ReadinessGates":                implemented("pkg/pod/podstatus"),
+	"PodSpec.RuntimeClassName":              implemented("pkg/runtime/kuberuntime"),
+	"PodSpec.EnableServiceLinks":            implemented("pkg/kubelet"),
+	"PodSpec.PreemptionPolicy":              apiOnly("the scheduler's preemption"),
+	"PodSpec.Overhead":                      implemented("pkg/runtime/cgroups", viaPodRequests, viaPodLimits),
+	"PodSpec.TopologySpreadConstraints":     apiOnly("the scheduler"),
+	"PodSpec.SetHostnameAsFQDN":             implemented("pkg/pod/dns"),
+	"PodSpec.OS":                            implemented("pkg/pod/admission"),
+	"PodSpec.HostUsers":                     refused("pkg/runtime/kuberuntime.RefusedUserNamespacesNotImplemented").readIn("pkg/pod/securitycontext"),
+	"PodSpec.SchedulingGates":               apiOnly("the scheduler does not bind a pod until its gates are removed"),
+	"PodSpec.ResourceClaims":                refused("pkg/runtime/kuberuntime.RefusedPodResourceClaims"),
+	"PodSpec.Resources":                     implemented("pkg/runtime/cgroups"),
+	"PodSpec.HostnameOverride":              refused("pkg/runtime/kuberuntime.RefusedHostnameOverride"),
+
+	// Container (and, through ephemeralAsContainer, EphemeralContainerCommon)
+	"Container.Name":                     implemented("pkg/runtime/kuberuntime"),
+	"Container.Image":                    implemented("pkg/runtime/images"),
+	"Container.Command":                  implemented("pkg/runtime/kuberuntime"),
+	"Container.Args":                     implemented("pkg/runtime/kuberuntime"),
+	"Container.WorkingDir":               implemented("pkg/runtime/kuberuntime"),
+	"Container.Ports":                    implemented("pkg/runtime/kuberuntime"),
+	"Container.EnvFrom":                  implemented("pkg/pod/envvars"),
+	"Container.Env":                      implemented("pkg/pod/envvars"),
+	"Container.Resources":                implemented("pkg/runtime/kuberuntime"),
+	"Container.ResizePolicy":             implemented("pkg/runtime/kuberuntime"),
+	"Container.RestartPolicy":            implemented("pkg/pod/podspec"),
+	"Container.RestartPolicyRules":       refused("pkg/runtime/kuberuntime.RefusedRestartPolicyRules"),
+	"Container.VolumeMounts":             implemented("pkg/volume"),
+	"Container.VolumeDevices":            refused("pkg/volume.RefusedVolumeDevices"),
+	"Container.LivenessProbe":            implemented("pkg/pod/prober"),
+	"Container.ReadinessProbe":           implemented("pkg/pod/prober"),
+	"Container.StartupProbe":             implemented("pkg/pod/prober"),
+	"Container.Lifecycle":                implemented("pkg/runtime/kuberuntime"),
+	"Container.TerminationMessagePath":   implemented("pkg/runtime/kuberuntime"),
+	"Container.TerminationMessagePolicy": implemented("pkg/runtime/kuberuntime"),
+	"Container.ImagePullPolicy":          implemented("pkg/runtime/images"),
+	"Container.SecurityContext":          implemented("pkg/pod/securitycontext"),
+	"Container.Stdin":                    implemented("pkg/runtime/kuberuntime"),
+	"Container.StdinOnce":                implemented("pkg/runtime/kuberuntime"),
+	"Container.TTY":                      implemented("pkg/runtime/kuberuntime"),
+
+	"EphemeralContainer.TargetContainerName": implemented("pkg/runtime/kuberuntime"),
+
+	// PodSecurityContext
+	"PodSecurityContext.SELinuxOptions":           implemented("pkg/pod/securitycontext"),
+	"PodSecurityContext.WindowsOptions":           inert("Windows options; a Linux node ignores them, as upstream's"),
+	"PodSecurityContext.RunAsUser":                implemented("pkg/pod/securitycontext"),
+	"PodSecurityContext.RunAsGroup":               implemented("pkg/pod/securitycontext"),
+	"PodSecurityContext.RunAsNonRoot":             implemented("pkg/pod/securitycontext"),
+	"PodSecurityContext.SupplementalGroups":       implemented("pkg/pod/securitycontext"),
+	"PodSecurityContext.SupplementalGroupsPolicy": implemented("pkg/pod/securitycontext"),
+	"PodSecurityContext.FSGroup":                  implemented("pkg/volume"),
+	"PodSecurityContext.Sysctls":                  implemented("pkg/pod/securitycontext"),
+	"PodSecurityContext.FSGroupChangePolicy":      implemented("pkg/volume"),
+	"PodSecurityContext.SeccompProfile":           implemented("pkg/pod/securitycontext"),
+	"PodSecurityContext.AppArmorProfile":          implemented("pkg/pod/securitycontext"),
+	"PodSecurityContext.SELinuxChangePolicy":      inert("it only chooses how CSI volumes that support SELinux mount options are labelled; this node has no CSI volumes, and the runtime relabels the volumes it has recursively, as with Recursive"),
+
+	// SecurityContext
+	"SecurityContext.Capabilities":             implemented("pkg/pod/securitycontext"),
+	"SecurityContext.Privileged":               implemented("pkg/pod/securitycontext"),
+	"SecurityContext.SELinuxOptions":           implemented("pkg/pod/securitycontext"),
+	"SecurityContext.WindowsOptions":           inert("Windows options; a Linux node ignores them, as upstream's"),
+	"SecurityContext.RunAsUser":                implemented("pkg/pod/securitycontext"),
+	"SecurityContext.RunAsGroup":               implemented("pkg/pod/securitycontext"),
+	"SecurityContext.RunAsNonRoot":             implemented("pkg/pod/securitycontext"),
+	"SecurityContext.ReadOnlyRootFilesystem":   implemented("pkg/pod/securitycontext"),
+	"SecurityContext.AllowPrivilegeEscalation": implemented("pkg/pod/securitycontext"),
+	"SecurityContext.ProcMount":                implemented("pkg/pod/securitycontext"),
+	"SecurityContext.SeccompProfile":           implemented("pkg/pod/securitycontext"),
+	"SecurityContext.AppArmorProfile":          implemented("pkg/pod/securitycontext"),
+
+	// Probe, ProbeHandler
+	"Probe.InitialDelaySeconds":           implemented("pkg/pod/prober"),
+	"Probe.TimeoutSeconds":                implemented("pkg/pod/prober"),
+	"Probe.PeriodSeconds":                 implemented("pkg/pod/prober"),
+	"Probe.SuccessThreshold":              implemented("pkg/pod/prober"),
+	"Probe.FailureThreshold":              implemented("pkg/pod/prober"),
+	"Probe.TerminationGracePeriodSeconds": implemented("pkg/runtime/kuberuntime"),
+	"ProbeHandler.Exec":                   implemented("pkg/pod/prober"),
+	"ProbeHandler.HTTPGet":                implemented("pkg/pod/prober"),
+	"ProbeHandler.TCPSocket":              implemented("pkg/pod/prober"),
+	"ProbeHandler.GRPC":                   implemented("pkg/pod/prober"),
+
+	// Lifecycle, LifecycleHandler
+	"Lifecycle.PostStart":        implemented("pkg/runtime/kuberuntime"),
+	"Lifecycle.PreStop":          implemented("pkg/runtime/kuberuntime"),
+	"Lifecycle.StopSignal":       refused("pkg/runtime/kuberuntime.RefusedStopSignal"),
+	"LifecycleHandler.Exec":      implemented("pkg/pod/hooks"),
+	"LifecycleHandler.HTTPGet":   implemented("pkg/pod/hooks"),
+	"LifecycleHandler.TCPSocket": refused("pkg/pod/hooks.RefusedInvalidHandler"),
+	"LifecycleHandler.Sleep":     implemented("pkg/pod/hooks"),
+
+	// VolumeMount
+	"VolumeMount.Name":              implemented("pkg/volume"),
+	"VolumeMount.ReadOnly":          implemented("pkg/volume"),
+	"VolumeMount.RecursiveReadOnly": implemented("pkg/pod/podspec"),
+	"VolumeMount.MountPath":         implemented("pkg/volume"),
+	"VolumeMount.SubPath":           implemented("pkg/volume"),
+	"VolumeMount.MountPropagation":  implemented("pkg/volume"),
+	"VolumeMount.SubPathExpr":       implemented("pkg/volume"),
+
+	// Volume, VolumeSource
+	"Volume.Name":                        implemented("pkg/volume"),
+	"VolumeSource.HostPath":              implemented("pkg/volume"),
+	"VolumeSource.EmptyDir":              implemented("pkg/volume"),
+	"VolumeSource.Secret":                implemented("pkg/volume"),
+	"VolumeSource.PersistentVolumeClaim": implemented("pkg/volume"),
+	"VolumeSource.DownwardAPI":           implemented("pkg/volume"),
+	"VolumeSource.ConfigMap":             implemented("pkg/volume"),
+	"VolumeSource.Projected":             implemented("pkg/volume"),
+	"VolumeSource.Ephemeral":             implemented("pkg/volume"),
+	"VolumeSource.GCEPersistentDisk":     refusedVolume(),
+	"VolumeSource.AWSElasticBlockStore":  refusedVolume(),
+	"VolumeSource.GitRepo":               refusedVolume(),
+	"VolumeSource.NFS":                   refusedVolume(),
+	"VolumeSource.ISCSI":                 refusedVolume(),
+	"VolumeSource.Glusterfs":             refusedVolume(),
+	"VolumeSource.RBD":                   refusedVolume(),
+	"VolumeSource.FlexVolume":            refusedVolume(),
+	"VolumeSource.Cinder":                refusedVolume(),
+	"VolumeSource.CephFS":                refusedVolume(),
+	"VolumeSource.Flocker":               refusedVolume(),
+	"VolumeSource.FC":                    refusedVolume(),
+	"VolumeSource.AzureFile":             refusedVolume(),
+	"VolumeSource.VsphereVolume":         refusedVolume(),
+	"VolumeSource.Quobyte":               refusedVolume(),
+	"VolumeSource.AzureDisk":             refusedVolume(),
+	"VolumeSource.PhotonPersistentDisk":  refusedVolume(),
+	"VolumeSource.PortworxVolume":        refusedVolume(),
+	"VolumeSource.ScaleIO":               refusedVolume(),
+	"VolumeSource.StorageOS":             refusedVolume(),
+	"VolumeSource.CSI":                   refusedVolume(),
+	"VolumeSource.Image":                 refusedVolume(),
+}
+
+// walkedTypes are the core/v1 types whose fields are classified; the walk
+// starts at PodSpec and follows fields (pointers, slices) into them.
+var walkedTypes = map[reflect.Type]bool{
+	reflect.TypeOf(v1.PodSpec{}):                  true,
+	reflect.TypeOf(v1.Container{}):                true,
+	reflect.TypeOf(v1.EphemeralContainer{}):       true,
+	reflect.TypeOf(v1.EphemeralContainerCommon{}): true,
+	reflect.TypeOf(v1.PodSecurityContext{}):       true,
+	reflect.TypeOf(v1.SecurityContext{}):          true,
+	reflect.TypeOf(v1.Probe{}):                    true,
+	reflect.TypeOf(v1.ProbeHandler{}):             true,
+	reflect.TypeOf(v1.Lifecycle{}):                true,
+	reflect.TypeOf(v1.LifecycleHandler{}):         true,
+	reflect.TypeOf(v1.VolumeMount{}):              true,
+	reflect.TypeOf(v1.Volume{}):                   true,
+	reflect.TypeOf(v1.VolumeSource{}):             true,
+}
+
+// ephemeralAsContainer: ephemeral containers run as containers
+// (v1.Container(ec.EphemeralContainerCommon)) in this package, so each
+// field of EphemeralContainerCommon has the status of Container's.
+const ephemeralAsContainer = "pkg/runtime/kuberuntime"
+
+// specField is one field found by the walk.
+type specField struct {
+	key      string // "Container.Image"
+	typeName string // "Container"
+	json     string // "image"
+}
+
+// walkPodSpec returns every (non-embedded) field of the walked types, in
+// declaration order, types in the order the walk reaches them.
+func walkPodSpec(t *testing.T) []specField {
+	var out []specField
+	seen := map[reflect.Type]bool{}
+	var walk func(reflect.Type)
+	walk = func(rt reflect.Type) {
+		if seen[rt] {
+			return
+		}
+		seen[rt] = true
+		var nested []reflect.Type
+		for i := 0; i < rt.NumField(); i++ {
+			f := rt.Field(i)
+			ft := f.Type
+			for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice {
+				ft = ft.Elem()
+			}
+			if f.Anonymous {
+				if !walkedTypes[ft] {
+					t.Errorf("%s embeds %s, which the walk does not cover: add it to walkedTypes", rt.Name(), ft.Name())
+				}
+				nested = append([]reflect.Type{ft}, nested...)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			out = append(out, specField{key: rt.Name() + "." + f.Name, typeName: rt.Name(), json: name})
+			if walkedTypes[ft] {
+				nested = append(nested, ft)
+			}
+		}
+		for _, n := range nested {
+			walk(n)
+		}
+	}
+	walk(reflect.TypeOf(v1.PodSpec{}))
+	for wt := range walkedTypes {
+		if !seen[wt] {
+			t.Errorf("walkedTypes lists %s, which the walk from PodSpec never reaches", wt.Name())
+		}
+	}
+	return out
+}
+
+// statusOf is a field's classification; ok is false for an unclassified
+// field.
+func statusOf(f specField) (fieldStatus, bool) {
+	if f.typeName == "EphemeralContainerCommon" {
+		st, ok := podSpecFields["Container."+strings.TrimPrefix(f.key, "EphemeralContainerCommon.")]
+		return st, ok
+	}
+	st, ok := podSpecFields[f.key]
+	return st, ok
+}
+
+// TestPodSpecFieldsAreClassified fails for a pod spec field nobody decided
+// about, and for a classification that names no field.
+func TestPodSpecFieldsAreClassified(t *testing.T) {
+	fields := walkPodSpec(t)
+	found := map[string]bool{}
+	var missing []string
+	for _, f := range fields {
+		found[f.key] = true
+		if _, ok := statusOf(f); !ok {
+			missing = append(missing, f.key)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("pod spec fields without a classification: %v\n"+
+			"Decide what this kubelet does with each and add it to podSpecFields in pkg/kubelet/podspec_fields_test.go: "+
+			"implemented(<package that honours it>), refused(<the reason constant of the refusal>; a pod asking for it must get a reason, an event and a log line, "+
+			"see pkg/runtime/kuberuntime/unsupported.go), apiOnly(<who acts on it instead>) or inert(<why it changes nothing here>). "+
+			"Then regenerate docs/podspec.md (go test ./pkg/kubelet -run TestPodSpecFieldsDoc -update-docs).", missing)
+	}
+	var stale []string
+	for k := range podSpecFields {
+		if !found[k] {
+			stale = append(stale, k)
+		}
+	}
+	sort.Strings(stale)
+	if len(stale) > 0 {
+		t.Errorf("podSpecFields classifies fields that k8s.io/api/core/v1 does not have (any more): %v", stale)
+	}
+	for k, st := range podSpecFields {
+		if strings.TrimSpace(st.where) == "" {
+			t.Errorf("%s: %s without saying where or why", k, st.kind)
+		}
+	}
+}
+
+// TestPodSpecFieldClassificationsHold checks each classification against
+// the code: an implemented field is read by the package named (or the
+// library functions it reads it through are called there); a refused field
+// is read by some package and its reason is used; a refused volume type is
+// refused by the volume manager.
+func TestPodSpecFieldClassificationsHold(t *testing.T) {
+	r := scanProduct(t)
+	under := func(pkgs map[string]bool, where string) bool {
+		for p := range pkgs {
+			if p == where || strings.HasPrefix(p, where+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	if !under(r.conversions["EphemeralContainerCommon->Container"], ephemeralAsContainer) {
+		t.Errorf("%s no longer converts ephemeral containers to v1.Container: the fields of EphemeralContainerCommon need their own classification", ephemeralAsContainer)
+	}
+	for _, f := range walkPodSpec(t) {
+		if f.typeName == "EphemeralContainerCommon" {
+			continue // as Container's, checked there
+		}
+		st, ok := podSpecFields[f.key]
+		if !ok {
+			continue // TestPodSpecFieldsAreClassified says so
+		}
+		switch st.kind {
+		case kindImplemented:
+			if len(st.via) == 0 {
+				if !under(r.fields[f.key], st.where) {
+					t.Errorf("%s is classified as implemented in %s, but nothing there reads it (read by: %v)", f.key, st.where, sortedKeys(r.fields[f.key]))
+				}
+				continue
+			}
+			for _, fn := range st.via {
+				if !under(r.uses[fn], st.where) {
+					t.Errorf("%s is classified as implemented in %s through %s, which nothing there calls", f.key, st.where, fn)
+				}
+			}
+		case kindRefused:
+			reader := st.readBy
+			if reader == "" {
+				reader = st.where[:strings.LastIndex(st.where, ".")]
+			}
+			if !r.fields[f.key][reader] {
+				t.Errorf("%s is classified as refused by %s, but %s does not read it, so it cannot refuse it (read by: %v)", f.key, st.where, reader, sortedKeys(r.fields[f.key]))
+			}
+			if !r.scope[st.where] {
+				t.Errorf("%s: the reason %s does not exist", f.key, st.where)
+			} else if len(r.uses[st.where]) == 0 {
+				t.Errorf("%s: the reason %s is never used", f.key, st.where)
+			}
+		case kindRefusedVolume:
+			checkVolumeRefused(t, f)
+		case kindAPIOnly, kindInert:
+		default:
+			t.Errorf("%s: unknown kind %q", f.key, st.kind)
+		}
+	}
+}
+
+// checkVolumeRefused sets the volume type in a pod and asks the volume
+// manager to set it up: it must refuse it by its type name.
+func checkVolumeRefused(t *testing.T, f specField) {
+	t.Helper()
+	src := v1.VolumeSource{}
+	fv := reflect.ValueOf(&src).Elem().FieldByName(strings.TrimPrefix(f.key, "VolumeSource."))
+	if fv.Kind() != reflect.Pointer {
+		t.Errorf("%s: a volume type is a pointer field", f.key)
+		return
+	}
+	fv.Set(reflect.New(fv.Type().Elem()))
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-volume-refusal"},
+		Spec: v1.PodSpec{
+			Containers: []v1.Container{{Name: "c", VolumeMounts: []v1.VolumeMount{{Name: "v", MountPath: "/v"}}}},
+			Volumes:    []v1.Volume{{Name: "v", VolumeSource: src}},
+		},
+	}
+	m := volume.New(volume.Options{RootDir: t.TempDir()})
+	err := m.SetUpPod(context.Background(), pod)
+	var nr *volume.NotReadyError
+	var ue *volume.UnsupportedError
+	if !errors.As(err, &nr) || len(nr.Volumes) != 1 || !errors.As(nr.Volumes[0].Err, &ue) || ue.Type != f.json {
+		t.Errorf("%s is classified as a refused volume type, but the volume manager says %v", f.key, err)
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var updateDocs = flag.Bool("update-docs", false, "rewrite the generated table of docs/podspec.md")
+
+const (
+	docPath  = "../../docs/podspec.md"
+	docBegin = "<!-- BEGIN GENERATED: pod spec fields; go test ./pkg/kubelet -run TestPodSpecFieldsDoc -update-docs -->"
+	docEnd   = "<!-- END GENERATED: pod spec fields -->"
+)
+
+// TestPodSpecFieldsDoc keeps the table of docs/podspec.md equal to the
+// classification.
+func TestPodSpecFieldsDoc(t *testing.T) {
+	want := renderFieldTable(t, walkPodSpec(t))
+	b, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	i, j := strings.Index(doc, docBegin), strings.Index(doc, docEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no %q ... %q section", docPath, docBegin, docEnd)
+	}
+	got := doc[i+len(docBegin) : j]
+	if got == want {
+		return
+	}
+	if *updateDocs {
+		if err := os.WriteFile(docPath, []byte(doc[:i+len(docBegin)]+want+doc[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rewrote %s", filepath.Clean(docPath))
+		return
+	}
+	t.Errorf("the pod spec field table in docs/podspec.md is stale; regenerate it: go test ./pkg/kubelet -run TestPodSpecFieldsDoc -update-docs")
+}
+
+// docSections names the walked types as the doc does, in the doc's order.
+var docSections = []struct{ typeName, title string }{
+	{"PodSpec", "`spec`"},
+	{"Container", "containers (`containers[]`, `initContainers[]`, and `ephemeralContainers[]`, which run as containers)"},
+	{"EphemeralContainer", "`ephemeralContainers[]` (beyond a container's fields)"},
+	{"PodSecurityContext", "`spec.securityContext`"},
+	{"SecurityContext", "`containers[].securityContext`"},
+	{"Probe", "probes (`livenessProbe`, `readinessProbe`, `startupProbe`)"},
+	{"ProbeHandler", "probe handlers"},
+	{"Lifecycle", "`lifecycle`"},
+	{"LifecycleHandler", "lifecycle handlers (`postStart`, `preStop`)"},
+	{"VolumeMount", "`volumeMounts[]`"},
+	{"Volume", "`volumes[]`"},
+	{"VolumeSource", "volume types (`volumes[].<type>`)"},
+	{"EphemeralContainerCommon", ""}, // as Container
+}
+
+func renderFieldTable(t *testing.T, fields []specField) string {
+	byType := map[string][]specField{}
+	for _, f := range fields {
+		byType[f.typeName] = append(byType[f.typeName], f)
+	}
+	var b strings.Builder
+	b.WriteString("\n")
+	for _, sec := range docSections {
+		list := byType[sec.typeName]
+		delete(byType, sec.typeName)
+		if sec.title == "" || len(list) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n%s:\n\n| field | status | where / why |\n| --- | --- | --- |\n", sec.title)
+		for _, f := range list {
+			renderField(&b, f)
+		}
+	}
+	for tn := range byType {
+		t.Errorf("the walked type %s has no section in docSections", tn)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+func renderField(b *strings.Builder, f specField) {
+	st, ok := statusOf(f)
+	if !ok {
+		fmt.Fprintf(b, "| `%s` | unclassified | |\n", f.json)
+		return
+	}
+	where := st.where
+	switch st.kind {
+	case kindImplemented:
+		where = "`" + st.where + "`"
+		if len(st.via) > 0 {
+			var vs []string
+			for _, v := range st.via {
+				vs = append(vs, "`"+v[strings.LastIndex(v, "/")+1:]+"`")
+			}
+			where += ", through " + strings.Join(vs, ", ")
+		}
+	case kindRefused, kindRefusedVolume:
+		where = "`" + st.where + "`"
+	}
+	fmt.Fprintf(b, "| `%s` | %s | %s |\n", f.json, st.kind, where)
+}
