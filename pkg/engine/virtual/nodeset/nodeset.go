@@ -304,6 +304,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 		ConfigDir: filepath.Dir(v.path),
 		Client:    sc.clients.Kube,
 		Objects:   envvars.ClientObjects{Client: sc.clients.Kube},
+		StateDir:  v.providerStateDir(def),
 	})
 	if err != nil {
 		stopProvider()
@@ -628,4 +629,14 @@ func (v *Set) RunningPods(ctx context.Context) ([]*v1.Pod, error) {
 		out = append(out, pods...)
 	}
 	return out, nil
+}
+
+// stateDir is where this process keeps the virtual nodes' state: under
+// --root-dir, written by this process only (never chosen by anything in
+// the cluster).
+func (v *Set) stateDir() string { return filepath.Join(v.kc.RootDir, "virtual-nodes") }
+
+// providerStateDir is a node's provider's own directory.
+func (v *Set) providerStateDir(def virtualnodes.Node) string {
+	return filepath.Join(v.stateDir(), "nodes", def.Name, def.Provider)
 }
