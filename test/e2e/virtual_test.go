@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -550,5 +552,229 @@ nodes:
 			return false, err.Error()
 		}
 		return left == 0 && len(remote.Items) == 0, fmt.Sprintf("%d origin, %d target", left, len(remote.Items))
+	})
+}
+
+// ---- Attacks by a tenant of the target cluster ------------------------
+//
+// The kubernetes provider runs in the test (origin: this cluster with the
+// virtual nodes' identity; target: this cluster as admin, namespaces
+// at-<ns>), so the attacks meet real API servers and the provider's
+// answers are observed directly. The tenant may create, label and delete
+// Secrets and pods in the target namespace.
+
+// attackProvider starts a kubernetes provider for virtual node nodeName
+// whose notifications are recorded.
+type attackProvider struct {
+	*k8sprovider.Provider
+	mu   sync.Mutex
+	seen []*v1.Pod
+}
+
+func startAttackProvider(t *testing.T, nodeName string) *attackProvider {
+	t.Helper()
+	origin := vnClient(t, filepath.Join(clusterDir, "virtual-nodes.kubeconfig"))
+	p, err := k8sprovider.New(context.Background(), provider.InitConfig{
+		NodeName: nodeName, Client: origin, Objects: virtual.ClientObjects{Client: origin}, StateDir: t.TempDir(),
+		Config: []byte(fmt.Sprintf(`{"kubeconfig": %q, "namespacePrefix": "at-"}`, filepath.Join(clusterDir, "admin.kubeconfig"))),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := &attackProvider{Provider: p.(*k8sprovider.Provider)}
+	ctx, cancel := context.WithCancel(context.Background())
+	ap.NotifyPods(ctx, func(pod *v1.Pod) { ap.mu.Lock(); ap.seen = append(ap.seen, pod); ap.mu.Unlock() })
+	done := make(chan struct{})
+	go func() { _ = ap.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ap.Ready():
+	case <-time.After(framework.WaitLimit):
+		t.Fatal("the kubernetes provider did not sync with the target")
+	}
+	return ap
+}
+
+// create creates op in the target, retried while the target refuses it
+// for a while (a new namespace's default service account not there yet).
+func (a *attackProvider) create(t *testing.T, op *v1.Pod) {
+	t.Helper()
+	framework.Eventually(t, "CreatePod "+op.Name, func() (bool, string) {
+		err := a.CreatePod(context.Background(), op)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// notified returns the notifications so far.
+func (a *attackProvider) notified() []*v1.Pod {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*v1.Pod(nil), a.seen...)
+}
+
+// barrier changes the origin pod's labels through UpdatePod and waits
+// until the target's event for it came back: the provider's informer
+// handles the target's events in order, so every event before it (the
+// tenant's) has been handled.
+func (a *attackProvider) barrier(t *testing.T, op *v1.Pod, value string) {
+	t.Helper()
+	upd := op.DeepCopy()
+	if upd.Labels == nil {
+		upd.Labels = map[string]string{}
+	}
+	upd.Labels["barrier"] = value
+	framework.Eventually(t, "UpdatePod "+value, func() (bool, string) {
+		err := a.UpdatePod(context.Background(), upd)
+		return err == nil, fmt.Sprint(err)
+	})
+	framework.Eventually(t, "the target's update "+value+" notified", func() (bool, string) {
+		for _, p := range a.notified() {
+			if p.UID == op.UID && p.Labels["barrier"] == value {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d notifications", len(a.notified()))
+	})
+}
+
+// pendingOriginPod creates an origin pod that no node takes (its node
+// selector matches none), with the service account token volume the
+// API server adds, and returns it as the API has it.
+func pendingOriginPod(t *testing.T, ns, name string) *v1.Pod {
+	t.Helper()
+	p := testPod(name, "--tcp-port=7000")
+	p.Spec.NodeSelector = map[string]string{"gokubelet.io/nowhere": "true"}
+	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	got, err := client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// jwtClaims decodes a JWT's claims (no verification: the API server made
+// it, the test reads what it bound the token to).
+func jwtClaims(t *testing.T, token string) map[string]any {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %d parts", len(parts))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(b, &claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims
+}
+
+// A Secret labelled and annotated as a token copy of a virtual node, due
+// for renewal and naming another pod and service account, gets no token
+// from a renewal; the real copy's token is bound to the origin pod by
+// name and UID.
+func TestForgedTokenSecretMintsNothing(t *testing.T) {
+	node(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	tns := "at-" + ns
+	targetNamespaceCleanup(t, client, tns)
+	const vn = "vk-attack-token"
+	ap := startAttackProvider(t, vn)
+	op := pendingOriginPod(t, ns, "web")
+	victim := pendingOriginPod(t, ns, "victim")
+	ap.create(t, op)
+	copies, err := client.CoreV1().Secrets(tns).List(ctx, metav1.ListOptions{LabelSelector: k8sprovider.LabelCopy + "=token"})
+	if err != nil || len(copies.Items) != 1 {
+		t.Fatalf("token copies in %s: %v %v", tns, copies, err)
+	}
+	claims := jwtClaims(t, string(copies.Items[0].Data["token"]))
+	k8s, _ := claims["kubernetes.io"].(map[string]any)
+	pod, _ := k8s["pod"].(map[string]any)
+	if pod["name"] != op.Name || pod["uid"] != string(op.UID) {
+		t.Errorf("the real token copy is bound to %v, want pod %s uid %s", k8s, op.Name, op.UID)
+	}
+	forged := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "stolen", Namespace: tns,
+		Labels: map[string]string{k8sprovider.LabelNode: vn, k8sprovider.LabelCopy: "token", k8sprovider.LabelOriginUID: ""},
+		Annotations: map[string]string{
+			k8sprovider.AnnotationOriginNamespace: ns, k8sprovider.AnnotationOriginName: victim.Name,
+			"gokubelet.io/token-service-account": "default", "gokubelet.io/token-expiration-seconds": "3600",
+			k8sprovider.AnnotationTokenExpiry: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+		}}}
+	forged, err = client.CoreV1().Secrets(tns).Create(ctx, forged, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap.RefreshTokens(ctx)
+	got, err := client.CoreV1().Secrets(tns).Get(ctx, "stolen", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Data) != 0 || got.ResourceVersion != forged.ResourceVersion {
+		t.Errorf("the forged token secret was written to: keys %d, resourceVersion %s -> %s", len(got.Data), forged.ResourceVersion, got.ResourceVersion)
+	}
+}
+
+// A pod in the target namespace labelled and annotated as a virtual
+// pod's copy, running with an address of its own, reports no status for
+// the origin pod; deleting it fails nothing.
+func TestForgedTargetPodSpoofsNoStatus(t *testing.T) {
+	real := node(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	tns := "at-" + ns
+	targetNamespaceCleanup(t, client, tns)
+	dumpOnFailure(t, client, ns, tns)
+	const vn = "vk-attack-status"
+	ap := startAttackProvider(t, vn)
+	op := pendingOriginPod(t, ns, "web")
+	ap.create(t, op)
+	forged := testPod("evil", "--tcp-port=7000")
+	forged.Namespace = tns
+	forged.Spec.NodeName = real
+	forged.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	forged.Labels = map[string]string{k8sprovider.LabelNode: vn, k8sprovider.LabelOriginUID: string(op.UID)}
+	forged.Annotations = map[string]string{k8sprovider.AnnotationOriginNamespace: ns, k8sprovider.AnnotationOriginName: op.Name}
+	if _, err := client.CoreV1().Pods(tns).Create(ctx, forged, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evil := waitPod(t, tns, "evil", "Running with an IP", func(p *v1.Pod) bool { return running(p) && p.Status.PodIP != "" })
+	ap.barrier(t, op, "1")
+	check := func(when string) {
+		t.Helper()
+		for _, p := range ap.notified() {
+			if p.UID == op.UID && (p.Status.PodIP == evil.Status.PodIP || p.Status.Phase == v1.PodFailed) {
+				t.Errorf("%s: notified the origin pod with phase %s ip %s (the forgery's ip %s)", when, p.Status.Phase, p.Status.PodIP, evil.Status.PodIP)
+			}
+			if p.UID != op.UID {
+				t.Errorf("%s: notified a pod the provider did not create: %s/%s uid %s", when, p.Namespace, p.Name, p.UID)
+			}
+		}
+		list, err := ap.ListPods(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].UID != op.UID || list[0].Status.PodIP == evil.Status.PodIP {
+			t.Errorf("%s: ListPods = %d pods %v", when, len(list), list)
+		}
+	}
+	check("forgery running")
+	t.Run("DeletingForgedPodFailsNoOriginPod", func(t *testing.T) {
+		if err := client.CoreV1().Pods(tns).Delete(ctx, "evil", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, "the forgery gone", func() (bool, string) {
+			_, err := client.CoreV1().Pods(tns).Get(ctx, "evil", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		ap.barrier(t, op, "2")
+		check("forgery deleted")
+		if _, err := ap.GetPod(ctx, ns, op.Name); err != nil {
+			t.Errorf("the origin pod's copy after the forgery's deletion: %v", err)
+		}
 	})
 }

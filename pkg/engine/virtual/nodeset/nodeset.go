@@ -19,7 +19,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -85,6 +84,9 @@ type Set struct {
 	newClients func(kubeconfig string) (*node.Clients, error)
 	// watchInterval is how often the file is re-read.
 	watchInterval time.Duration
+
+	regOnce sync.Once
+	reg     *registry
 }
 
 // sharedClients are the clients of one identity and their service
@@ -259,6 +261,9 @@ func (v *Set) reconcile(ctx context.Context, c *virtualnodes.Config) {
 // start runs a node in the background, started again with back-off
 // when it fails.
 func (v *Set) start(parent context.Context, def virtualnodes.Node) {
+	if err := v.registry().add(def.Name); err != nil {
+		klog.FromContext(parent).Error(err, "Recording the virtual node as registered by this process; if it is taken out of the config while the kubelet is stopped, its Node stays", "virtualNode", def.Name)
+	}
 	ctx, cancel := context.WithCancel(parent)
 	n := &virtualNode{def: def, cancel: cancel, done: make(chan struct{})}
 	v.mu.Lock()
@@ -457,6 +462,9 @@ func (v *Set) remove(ctx context.Context, n *virtualNode) {
 	if clients != nil {
 		deleteNode(ctx, clients, n.def.Name)
 	}
+	if err := v.registry().remove(n.def.Name); err != nil {
+		log.Error(err, "Updating the record of registered virtual nodes")
+	}
 	v.mu.Lock()
 	if v.running[n.def.Name] == n {
 		delete(v.running, n.def.Name)
@@ -485,8 +493,12 @@ func deleteNode(ctx context.Context, clients *node.Clients, name string) {
 	}
 }
 
-// removeStale deletes Nodes this instance registered earlier that the
-// file no longer lists (removed while the kubelet was stopped). Their
+// removeStale deletes Nodes this process registered earlier that the
+// file no longer lists (removed while the kubelet was stopped). Which
+// Nodes those are is this process's own record (registry, under the root
+// dir), never a label: anyone allowed to label Nodes could set that. A
+// recorded name is deleted only while its Node still carries this
+// instance's label (the name may have gone to someone else since). Their
 // providers' pods cannot be drained any more: the log says so.
 func (v *Set) removeStale(ctx context.Context) {
 	log := klog.FromContext(ctx)
@@ -494,22 +506,35 @@ func (v *Set) removeStale(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	sel := labels.SelectorFromSet(labels.Set{virtualnodes.LabelInstance: v.instance()}).String()
-	list, err := sc.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	reg := v.registry()
+	names, err := reg.load()
 	if err != nil {
-		log.Error(err, "Listing the virtual nodes registered earlier; stale ones stay", "selector", sel)
+		log.Error(err, "Reading the virtual nodes this process registered; stale ones stay", "file", reg.path)
 		return
 	}
 	wanted := map[string]bool{}
 	for _, n := range v.cfg.Nodes {
 		wanted[n.Name] = true
 	}
-	for _, n := range list.Items {
-		if wanted[n.Name] {
+	for _, name := range names {
+		if wanted[name] {
 			continue
 		}
-		log.Info("Deleting a virtual node no longer in the config (its provider's pods, if any, are not drained)", "virtualNode", n.Name)
-		deleteNode(ctx, sc.clients, n.Name)
+		n, err := sc.clients.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			log.Error(err, "Reading a virtual node registered earlier; it stays", "virtualNode", name)
+			continue
+		case n.Labels[virtualnodes.LabelInstance] != v.instance():
+			log.Info("A Node this process registered earlier now belongs to someone else; leaving it", "virtualNode", name)
+		default:
+			log.Info("Deleting a virtual node no longer in the config (its provider's pods, if any, are not drained)", "virtualNode", name)
+			deleteNode(ctx, sc.clients, name)
+		}
+		if err := reg.remove(name); err != nil {
+			log.Error(err, "Updating the record of registered virtual nodes", "file", reg.path)
+		}
 	}
 }
 
@@ -633,10 +658,28 @@ func (v *Set) RunningPods(ctx context.Context) ([]*v1.Pod, error) {
 
 // stateDir is where this process keeps the virtual nodes' state: under
 // --root-dir, written by this process only (never chosen by anything in
-// the cluster).
-func (v *Set) stateDir() string { return filepath.Join(v.kc.RootDir, "virtual-nodes") }
+// the cluster). "" without a root dir (tests): state is then in memory.
+func (v *Set) stateDir() string {
+	if v.kc.RootDir == "" {
+		return ""
+	}
+	return filepath.Join(v.kc.RootDir, "virtual-nodes")
+}
 
 // providerStateDir is a node's provider's own directory.
 func (v *Set) providerStateDir(def virtualnodes.Node) string {
+	if v.stateDir() == "" {
+		return ""
+	}
 	return filepath.Join(v.stateDir(), "nodes", def.Name, def.Provider)
+}
+
+func (v *Set) registry() *registry {
+	v.regOnce.Do(func() {
+		v.reg = &registry{}
+		if d := v.stateDir(); d != "" {
+			v.reg.path = filepath.Join(d, "registered.json")
+		}
+	})
+	return v.reg
 }
