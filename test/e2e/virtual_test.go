@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gokubelet/kubelet/pkg/engine/virtual"
 	"github.com/gokubelet/kubelet/pkg/provider"
@@ -81,7 +83,7 @@ func virtualNodesSetup(tmp string) ([]string, error) {
 func writeVirtualNodes() error {
 	var b strings.Builder
 	b.WriteString(vnHeader())
-	for _, name := range []string{vkTarget, vkMock, "vk-failing", "vk-cluster2"} {
+	for _, name := range []string{vkTarget, vkMock, "vk-failing", "vk-cluster2", "vk-ident"} {
 		b.WriteString(vnNodes[name])
 	}
 	tmp := vnConfig + ".tmp"
@@ -777,4 +779,98 @@ func TestForgedTargetPodSpoofsNoStatus(t *testing.T) {
 			t.Errorf("the origin pod's copy after the forgery's deletion: %v", err)
 		}
 	})
+}
+
+// nodeIdentityKubeconfig writes a kubeconfig for the identity system:node:<name>
+// (a client certificate of the cluster CA, as a node's TLS bootstrap
+// would get).
+func nodeIdentityKubeconfig(t *testing.T, name string) string {
+	t.Helper()
+	cert, err := clusterCA(t).ClientCert("system:node:"+name, "system:nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := framework.RESTConfig(clusterEnv["APISERVER_URL"], cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(clusterEnv["CLUSTER_CA_FILE"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: clusterEnv["APISERVER_URL"], CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A virtual node with its own identity system:node:<name> runs a pod
+// through the kubernetes provider (its Secret copied, its token minted
+// under the Node authorizer and NodeRestriction), and that identity is
+// refused what no pod of its node uses: another Secret, another pod's
+// token.
+func TestVirtualNodeIdentityIsConfined(t *testing.T) {
+	node(t)
+	ctx := context.Background()
+	const vn = "vk-ident"
+	kc := nodeIdentityKubeconfig(t, vn)
+	setVirtualNode(t, vn, fmt.Sprintf(`- name: %s
+  provider: kubernetes
+  port: 10264
+  kubeconfig: %s
+  podSync: {retryBase: 100ms, retryMax: 5s}
+  providerConfig: {kubeconfig: %s, namespacePrefix: "id-"}
+`, vn, kc, filepath.Join(clusterDir, "admin.kubeconfig")))
+	t.Cleanup(func() {
+		setVirtualNode(t, vn, "")
+		waitNodeGone(t, vn)
+	})
+	waitNodeReady(t, vn, framework.WaitLimit)
+	ns := namespace(t)
+	tns := "id-" + ns
+	targetNamespaceCleanup(t, client, tns)
+	dumpOnFailure(t, client, ns, tns)
+	for _, name := range []string{"used", "unused"} {
+		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"k": name}}
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := pendingOriginPod(t, ns, "elsewhere")
+	p := testPod("confined", "--tcp-port=7000")
+	p.Spec.NodeName = vn
+	p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
+	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "USED", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "used"}, Key: "k"}}}}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "confined", "Running on "+vn, running)
+	copies, err := client.CoreV1().Secrets(tns).List(ctx, metav1.ListOptions{LabelSelector: k8sprovider.LabelNode + "=" + vn})
+	if err != nil || len(copies.Items) != 2 {
+		t.Errorf("copies in %s (the secret and the token): %v %v", tns, copies, err)
+	}
+
+	nodeClient := vnClient(t, kc)
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "used", metav1.GetOptions{}); err != nil {
+		t.Errorf("the node reading a Secret its pod uses: %v", err)
+	}
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "unused", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the node reading a Secret no pod of it uses: %v, want 403 Forbidden", err)
+	}
+	exp := int64(600)
+	_, err = nodeClient.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &exp,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: other.Name, UID: other.UID},
+	}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("the node requesting a token for a pod not bound to it: %v, want 403 Forbidden", err)
+	}
 }

@@ -459,7 +459,11 @@ func (v *Set) remove(ctx context.Context, n *virtualNode) {
 	if stopProvider != nil {
 		stopProvider()
 	}
-	if clients != nil {
+	// The Node is deleted with the file's identity: a node's own identity
+	// (system:node:<name>) may not delete Nodes.
+	if sc, err := v.clientsFor(ctx, ""); err == nil {
+		deleteNode(ctx, sc.clients, n.def.Name)
+	} else if clients != nil {
 		deleteNode(ctx, clients, n.def.Name)
 	}
 	if err := v.registry().remove(n.def.Name); err != nil {
