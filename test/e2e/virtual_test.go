@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -83,7 +86,7 @@ func virtualNodesSetup(tmp string) ([]string, error) {
 func writeVirtualNodes() error {
 	var b strings.Builder
 	b.WriteString(vnHeader())
-	for _, name := range []string{vkTarget, vkMock, "vk-failing", "vk-cluster2", "vk-ident"} {
+	for _, name := range []string{vkTarget, vkMock, "vk-failing", "vk-cluster2", "vk-ident", "vk-boot"} {
 		b.WriteString(vnNodes[name])
 	}
 	tmp := vnConfig + ".tmp"
@@ -872,5 +875,89 @@ func TestVirtualNodeIdentityIsConfined(t *testing.T) {
 	}}, metav1.CreateOptions{})
 	if !apierrors.IsForbidden(err) {
 		t.Errorf("the node requesting a token for a pod not bound to it: %v, want 403 Forbidden", err)
+	}
+}
+
+// A virtual node with identity: bootstrap obtains system:node:<name> by a
+// CSR made with the virtual nodes' identity, runs a pod through the
+// kubernetes provider under it (its Secret copied and its token minted as
+// the Node authorizer and NodeRestriction allow a node), and its
+// certificate is refused a Secret no pod of the node uses.
+func TestVirtualNodeBootstrapsItsOwnIdentity(t *testing.T) {
+	node(t)
+	ctx := context.Background()
+	const vn = "vk-boot"
+	setVirtualNode(t, vn, fmt.Sprintf(`- name: %s
+  provider: kubernetes
+  port: 10265
+  identity: bootstrap
+  podSync: {retryBase: 100ms, retryMax: 5s}
+  providerConfig: {kubeconfig: %s, namespacePrefix: "bt-"}
+`, vn, filepath.Join(clusterDir, "admin.kubeconfig")))
+	t.Cleanup(func() {
+		setVirtualNode(t, vn, "")
+		waitNodeGone(t, vn)
+	})
+	waitNodeReady(t, vn, framework.WaitLimit)
+	csrs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range csrs.Items {
+		if r.Spec.Username == "gokubelet:virtual-nodes" && r.Spec.SignerName == "kubernetes.io/kube-apiserver-client-kubelet" && approved(&r) {
+			if blk, _ := pem.Decode(r.Spec.Request); blk != nil {
+				if req, err := x509.ParseCertificateRequest(blk.Bytes); err == nil && req.Subject.CommonName == "system:node:"+vn {
+					found = true
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no approved CSR for system:node:%s made by the virtual nodes' identity (%d CSRs)", vn, len(csrs.Items))
+	}
+	pemPath := filepath.Join(rootDir, "virtual-nodes", "nodes", vn, "identity", "pki", "kubelet-client-current.pem")
+	if c := readPEMCert(t, pemPath); c.Subject.CommonName != "system:node:"+vn {
+		t.Errorf("the node's certificate is for %q", c.Subject.CommonName)
+	}
+
+	ns := namespace(t)
+	tns := "bt-" + ns
+	targetNamespaceCleanup(t, client, tns)
+	dumpOnFailure(t, client, ns, tns)
+	for _, name := range []string{"used", "unused"} {
+		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"k": name}}
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := testPod("own-identity", "--tcp-port=7000")
+	p.Spec.NodeName = vn
+	p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
+	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "USED", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "used"}, Key: "k"}}}}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "own-identity", "Running on "+vn, running)
+
+	pair, err := tls.LoadX509KeyPair(pemPath, pemPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := framework.RESTConfig(clusterEnv["APISERVER_URL"], pair)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeClient, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "used", metav1.GetOptions{}); err != nil {
+		t.Errorf("the node reading a Secret its pod uses: %v", err)
+	}
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "unused", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the node reading a Secret no pod of it uses: %v, want 403 Forbidden", err)
 	}
 }

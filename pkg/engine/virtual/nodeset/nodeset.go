@@ -301,14 +301,22 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 	if err != nil {
 		return err
 	}
+	clients := sc.clients
+	var identity *nodeIdentity
+	if def.Identity == virtualnodes.IdentityBootstrap {
+		if identity, err = v.newNodeIdentity(ctx, def); err != nil {
+			return err
+		}
+		clients = identity.clients
+	}
 	factory := Providers[def.Provider]
 	provCtx, stopProvider := context.WithCancel(context.WithoutCancel(ctx))
 	prov, err := factory(provCtx, provider.InitConfig{
 		NodeName:  def.Name,
 		Config:    def.ProviderConfig,
 		ConfigDir: filepath.Dir(v.path),
-		Client:    sc.clients.Kube,
-		Objects:   envvars.ClientObjects{Client: sc.clients.Kube},
+		Client:    clients.Kube,
+		Objects:   envvars.ClientObjects{Client: clients.Kube},
 		StateDir:  v.providerStateDir(def),
 	})
 	if err != nil {
@@ -319,7 +327,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 	if n.stopProvider != nil {
 		n.stopProvider() // an earlier attempt's
 	}
-	n.prov, n.stopProvider, n.clients = prov, stopProvider, sc.clients
+	n.prov, n.stopProvider, n.clients = prov, stopProvider, clients
 	n.mu.Unlock()
 	providerDone := make(chan error, 1)
 	if r, ok := prov.(runnable.Runnable); ok {
@@ -349,7 +357,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 		},
 		Facts: &virtual.Facts{Provider: prov, ProviderType: def.Provider, NodeName: def.Name,
 			HostIPs: v.hostIPs, Capacity: def.CapacityList()},
-		Clients:                   sc.clients,
+		Clients:                   clients,
 		RegisterNode:              true,
 		LeaseDurationSeconds:      kc.NodeLeaseDurationSeconds,
 		NodeStatusUpdateFrequency: kc.NodeStatusUpdateFrequency.Duration,
@@ -372,7 +380,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 		RetryBurst:     ps.RetryBurst,
 		PollInterval:   ps.PollInterval.Duration,
 		ResyncInterval: ps.ResyncInterval.Duration,
-	}, virtual.Deps{Core: core, Client: sc.clients.Kube, WatchClient: sc.clients.Watcher(), Provider: prov, Services: sc.services})
+	}, virtual.Deps{Core: core, Client: clients.Kube, WatchClient: clients.Watcher(), Provider: prov, Services: sc.services})
 	if err != nil {
 		return err
 	}
@@ -382,6 +390,9 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 	// The Node registers first (NotReady while the provider's backend is
 	// not there: its NodeStatus says why); pods wait for the provider.
 	var g runnable.Group
+	if identity != nil {
+		g.Stage("identity").Add("client-certificate", identity)
+	}
 	core.AddTo(g.Stage("core"))
 	g.Stage("provider").Add("provider", &providerGate{prov: prov, done: providerDone, name: def.Provider})
 	eng.AddTo(g.Stage("engine"), g.Stage("pod-sync"))
