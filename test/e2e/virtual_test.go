@@ -221,9 +221,12 @@ func TestVirtualNodes(t *testing.T) {
 			if n.Status.Allocatable.Pods().Value() == 0 {
 				t.Errorf("%s has no pod capacity: %v", name, n.Status.Allocatable)
 			}
-			if _, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{}); err != nil {
-				t.Errorf("%s lease: %v", name, err)
-			}
+			// The Lease is created once the Node is registered (it is
+			// owned by the Node), so it may follow the Ready Node.
+			framework.Eventually(t, name+"'s lease", func() (bool, string) {
+				_, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+				return err == nil, fmt.Sprint(err)
+			})
 		}
 		if p := waitNodeReady(t, vkTarget, framework.WaitLimit).Status.DaemonEndpoints.KubeletEndpoint.Port; p != 10260 {
 			t.Errorf("vk-target kubelet port = %d", p)
