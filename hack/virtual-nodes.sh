@@ -10,8 +10,10 @@
 # Why a separate identity: a virtual node is a node of its own name, and the
 # kubelet's system:node:<name> credentials only let it act as that one node
 # (the Node authorizer and NodeRestriction). One identity with the RBAC of
-# hack/virtual-nodes-rbac.yaml serves every virtual node of a process. See
-# docs/virtual-nodes.md. Idempotent: re-running changes nothing.
+# hack/virtual-nodes-rbac.yaml serves every virtual node of a process, or
+# bootstraps a system:node:<name> identity for each node that asks for it
+# (identity: bootstrap). See docs/virtual-nodes.md, "Credentials".
+# Idempotent: re-running changes nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib-cluster.sh"

@@ -26,6 +26,12 @@ type InitConfig struct {
 	// Objects reads the ConfigMaps and Secrets pods reference (a cache may
 	// stand behind it).
 	Objects ObjectGetter
+	// StateDir is a directory of this node's own under the kubelet's root
+	// dir, written by this process only: where a provider keeps the records
+	// of what it created, so a restarted kubelet adopts exactly that (and
+	// not what someone else made to look like it). "" when there is none
+	// (the provider then keeps its records in memory).
+	StateDir string
 }
 
 // ObjectGetter reads ConfigMaps and Secrets of the node's cluster. Errors

@@ -2,6 +2,11 @@ package e2e
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,11 +15,13 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/gokubelet/kubelet/pkg/engine/virtual"
 	"github.com/gokubelet/kubelet/pkg/provider"
@@ -79,7 +86,7 @@ func virtualNodesSetup(tmp string) ([]string, error) {
 func writeVirtualNodes() error {
 	var b strings.Builder
 	b.WriteString(vnHeader())
-	for _, name := range []string{vkTarget, vkMock, "vk-failing", "vk-cluster2"} {
+	for _, name := range []string{vkTarget, vkMock, "vk-failing", "vk-cluster2", "vk-ident", "vk-boot"} {
 		b.WriteString(vnNodes[name])
 	}
 	tmp := vnConfig + ".tmp"
@@ -214,9 +221,12 @@ func TestVirtualNodes(t *testing.T) {
 			if n.Status.Allocatable.Pods().Value() == 0 {
 				t.Errorf("%s has no pod capacity: %v", name, n.Status.Allocatable)
 			}
-			if _, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{}); err != nil {
-				t.Errorf("%s lease: %v", name, err)
-			}
+			// The Lease is created once the Node is registered (it is
+			// owned by the Node), so it may follow the Ready Node.
+			framework.Eventually(t, name+"'s lease", func() (bool, string) {
+				_, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+				return err == nil, fmt.Sprint(err)
+			})
 		}
 		if p := waitNodeReady(t, vkTarget, framework.WaitLimit).Status.DaemonEndpoints.KubeletEndpoint.Port; p != 10260 {
 			t.Errorf("vk-target kubelet port = %d", p)
@@ -551,4 +561,406 @@ nodes:
 		}
 		return left == 0 && len(remote.Items) == 0, fmt.Sprintf("%d origin, %d target", left, len(remote.Items))
 	})
+}
+
+// ---- Attacks by a tenant of the target cluster ------------------------
+//
+// The kubernetes provider runs in the test (origin: this cluster with the
+// virtual nodes' identity; target: this cluster as admin, namespaces
+// at-<ns>), so the attacks meet real API servers and the provider's
+// answers are observed directly. The tenant may create, label and delete
+// Secrets and pods in the target namespace.
+
+// attackProvider starts a kubernetes provider for virtual node nodeName
+// whose notifications are recorded.
+type attackProvider struct {
+	*k8sprovider.Provider
+	mu   sync.Mutex
+	seen []*v1.Pod
+}
+
+func startAttackProvider(t *testing.T, nodeName string) *attackProvider {
+	t.Helper()
+	origin := vnClient(t, filepath.Join(clusterDir, "virtual-nodes.kubeconfig"))
+	p, err := k8sprovider.New(context.Background(), provider.InitConfig{
+		NodeName: nodeName, Client: origin, Objects: virtual.ClientObjects{Client: origin}, StateDir: t.TempDir(),
+		Config: []byte(fmt.Sprintf(`{"kubeconfig": %q, "namespacePrefix": "at-"}`, filepath.Join(clusterDir, "admin.kubeconfig"))),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := &attackProvider{Provider: p.(*k8sprovider.Provider)}
+	ctx, cancel := context.WithCancel(context.Background())
+	ap.NotifyPods(ctx, func(pod *v1.Pod) { ap.mu.Lock(); ap.seen = append(ap.seen, pod); ap.mu.Unlock() })
+	done := make(chan struct{})
+	go func() { _ = ap.Start(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ap.Ready():
+	case <-time.After(framework.WaitLimit):
+		t.Fatal("the kubernetes provider did not sync with the target")
+	}
+	return ap
+}
+
+// create creates op in the target, retried while the target refuses it
+// for a while (a new namespace's default service account not there yet).
+func (a *attackProvider) create(t *testing.T, op *v1.Pod) {
+	t.Helper()
+	framework.Eventually(t, "CreatePod "+op.Name, func() (bool, string) {
+		err := a.CreatePod(context.Background(), op)
+		return err == nil, fmt.Sprint(err)
+	})
+}
+
+// notified returns the notifications so far.
+func (a *attackProvider) notified() []*v1.Pod {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]*v1.Pod(nil), a.seen...)
+}
+
+// barrier changes the origin pod's labels through UpdatePod and waits
+// until the target's event for it came back: the provider's informer
+// handles the target's events in order, so every event before it (the
+// tenant's) has been handled.
+func (a *attackProvider) barrier(t *testing.T, op *v1.Pod, value string) {
+	t.Helper()
+	upd := op.DeepCopy()
+	if upd.Labels == nil {
+		upd.Labels = map[string]string{}
+	}
+	upd.Labels["barrier"] = value
+	framework.Eventually(t, "UpdatePod "+value, func() (bool, string) {
+		err := a.UpdatePod(context.Background(), upd)
+		return err == nil, fmt.Sprint(err)
+	})
+	framework.Eventually(t, "the target's update "+value+" notified", func() (bool, string) {
+		for _, p := range a.notified() {
+			if p.UID == op.UID && p.Labels["barrier"] == value {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d notifications", len(a.notified()))
+	})
+}
+
+// pendingOriginPod creates an origin pod that no node takes (its node
+// selector matches none), with the service account token volume the
+// API server adds, and returns it as the API has it.
+func pendingOriginPod(t *testing.T, ns, name string) *v1.Pod {
+	t.Helper()
+	p := testPod(name, "--tcp-port=7000")
+	p.Spec.NodeSelector = map[string]string{"gokubelet.io/nowhere": "true"}
+	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	got, err := client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// jwtClaims decodes a JWT's claims (no verification: the API server made
+// it, the test reads what it bound the token to).
+func jwtClaims(t *testing.T, token string) map[string]any {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatalf("not a JWT: %d parts", len(parts))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(b, &claims); err != nil {
+		t.Fatal(err)
+	}
+	return claims
+}
+
+// A Secret labelled and annotated as a token copy of a virtual node, due
+// for renewal and naming another pod and service account, gets no token
+// from a renewal; the real copy's token is bound to the origin pod by
+// name and UID.
+func TestForgedTokenSecretMintsNothing(t *testing.T) {
+	node(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	tns := "at-" + ns
+	targetNamespaceCleanup(t, client, tns)
+	const vn = "vk-attack-token"
+	ap := startAttackProvider(t, vn)
+	op := pendingOriginPod(t, ns, "web")
+	victim := pendingOriginPod(t, ns, "victim")
+	ap.create(t, op)
+	copies, err := client.CoreV1().Secrets(tns).List(ctx, metav1.ListOptions{LabelSelector: k8sprovider.LabelCopy + "=token"})
+	if err != nil || len(copies.Items) != 1 {
+		t.Fatalf("token copies in %s: %v %v", tns, copies, err)
+	}
+	claims := jwtClaims(t, string(copies.Items[0].Data["token"]))
+	k8s, _ := claims["kubernetes.io"].(map[string]any)
+	pod, _ := k8s["pod"].(map[string]any)
+	if pod["name"] != op.Name || pod["uid"] != string(op.UID) {
+		t.Errorf("the real token copy is bound to %v, want pod %s uid %s", k8s, op.Name, op.UID)
+	}
+	forged := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "stolen", Namespace: tns,
+		Labels: map[string]string{k8sprovider.LabelNode: vn, k8sprovider.LabelCopy: "token", k8sprovider.LabelOriginUID: ""},
+		Annotations: map[string]string{
+			k8sprovider.AnnotationOriginNamespace: ns, k8sprovider.AnnotationOriginName: victim.Name,
+			"gokubelet.io/token-service-account": "default", "gokubelet.io/token-expiration-seconds": "3600",
+			k8sprovider.AnnotationTokenExpiry: time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+		}}}
+	forged, err = client.CoreV1().Secrets(tns).Create(ctx, forged, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap.RefreshTokens(ctx)
+	got, err := client.CoreV1().Secrets(tns).Get(ctx, "stolen", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Data) != 0 || got.ResourceVersion != forged.ResourceVersion {
+		t.Errorf("the forged token secret was written to: keys %d, resourceVersion %s -> %s", len(got.Data), forged.ResourceVersion, got.ResourceVersion)
+	}
+}
+
+// A pod in the target namespace labelled and annotated as a virtual
+// pod's copy, running with an address of its own, reports no status for
+// the origin pod; deleting it fails nothing.
+func TestForgedTargetPodSpoofsNoStatus(t *testing.T) {
+	real := node(t)
+	ctx := context.Background()
+	ns := namespace(t)
+	tns := "at-" + ns
+	targetNamespaceCleanup(t, client, tns)
+	dumpOnFailure(t, client, ns, tns)
+	const vn = "vk-attack-status"
+	ap := startAttackProvider(t, vn)
+	op := pendingOriginPod(t, ns, "web")
+	ap.create(t, op)
+	forged := testPod("evil", "--tcp-port=7000")
+	forged.Namespace = tns
+	forged.Spec.NodeName = real
+	forged.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	forged.Labels = map[string]string{k8sprovider.LabelNode: vn, k8sprovider.LabelOriginUID: string(op.UID)}
+	forged.Annotations = map[string]string{k8sprovider.AnnotationOriginNamespace: ns, k8sprovider.AnnotationOriginName: op.Name}
+	if _, err := client.CoreV1().Pods(tns).Create(ctx, forged, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evil := waitPod(t, tns, "evil", "Running with an IP", func(p *v1.Pod) bool { return running(p) && p.Status.PodIP != "" })
+	ap.barrier(t, op, "1")
+	check := func(when string) {
+		t.Helper()
+		for _, p := range ap.notified() {
+			if p.UID == op.UID && (p.Status.PodIP == evil.Status.PodIP || p.Status.Phase == v1.PodFailed) {
+				t.Errorf("%s: notified the origin pod with phase %s ip %s (the forgery's ip %s)", when, p.Status.Phase, p.Status.PodIP, evil.Status.PodIP)
+			}
+			if p.UID != op.UID {
+				t.Errorf("%s: notified a pod the provider did not create: %s/%s uid %s", when, p.Namespace, p.Name, p.UID)
+			}
+		}
+		list, err := ap.ListPods(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].UID != op.UID || list[0].Status.PodIP == evil.Status.PodIP {
+			t.Errorf("%s: ListPods = %d pods %v", when, len(list), list)
+		}
+	}
+	check("forgery running")
+	t.Run("DeletingForgedPodFailsNoOriginPod", func(t *testing.T) {
+		if err := client.CoreV1().Pods(tns).Delete(ctx, "evil", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		framework.Eventually(t, "the forgery gone", func() (bool, string) {
+			_, err := client.CoreV1().Pods(tns).Get(ctx, "evil", metav1.GetOptions{})
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+		ap.barrier(t, op, "2")
+		check("forgery deleted")
+		if _, err := ap.GetPod(ctx, ns, op.Name); err != nil {
+			t.Errorf("the origin pod's copy after the forgery's deletion: %v", err)
+		}
+	})
+}
+
+// nodeIdentityKubeconfig writes a kubeconfig for the identity system:node:<name>
+// (a client certificate of the cluster CA, as a node's TLS bootstrap
+// would get).
+func nodeIdentityKubeconfig(t *testing.T, name string) string {
+	t.Helper()
+	cert, err := clusterCA(t).ClientCert("system:node:"+name, "system:nodes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := framework.RESTConfig(clusterEnv["APISERVER_URL"], cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(clusterEnv["CLUSTER_CA_FILE"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["c"] = &clientcmdapi.Cluster{Server: clusterEnv["APISERVER_URL"], CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData}
+	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
+	cfg.CurrentContext = "c"
+	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// A virtual node with its own identity system:node:<name> runs a pod
+// through the kubernetes provider (its Secret copied, its token minted
+// under the Node authorizer and NodeRestriction), and that identity is
+// refused what no pod of its node uses: another Secret, another pod's
+// token.
+func TestVirtualNodeIdentityIsConfined(t *testing.T) {
+	node(t)
+	ctx := context.Background()
+	const vn = "vk-ident"
+	kc := nodeIdentityKubeconfig(t, vn)
+	setVirtualNode(t, vn, fmt.Sprintf(`- name: %s
+  provider: kubernetes
+  port: 10264
+  kubeconfig: %s
+  podSync: {retryBase: 100ms, retryMax: 5s}
+  providerConfig: {kubeconfig: %s, namespacePrefix: "id-"}
+`, vn, kc, filepath.Join(clusterDir, "admin.kubeconfig")))
+	t.Cleanup(func() {
+		setVirtualNode(t, vn, "")
+		waitNodeGone(t, vn)
+	})
+	waitNodeReady(t, vn, framework.WaitLimit)
+	ns := namespace(t)
+	tns := "id-" + ns
+	targetNamespaceCleanup(t, client, tns)
+	dumpOnFailure(t, client, ns, tns)
+	for _, name := range []string{"used", "unused"} {
+		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"k": name}}
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := pendingOriginPod(t, ns, "elsewhere")
+	p := testPod("confined", "--tcp-port=7000")
+	p.Spec.NodeName = vn
+	p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
+	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "USED", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "used"}, Key: "k"}}}}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "confined", "Running on "+vn, running)
+	copies, err := client.CoreV1().Secrets(tns).List(ctx, metav1.ListOptions{LabelSelector: k8sprovider.LabelNode + "=" + vn})
+	if err != nil || len(copies.Items) != 2 {
+		t.Errorf("copies in %s (the secret and the token): %v %v", tns, copies, err)
+	}
+
+	nodeClient := vnClient(t, kc)
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "used", metav1.GetOptions{}); err != nil {
+		t.Errorf("the node reading a Secret its pod uses: %v", err)
+	}
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "unused", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the node reading a Secret no pod of it uses: %v, want 403 Forbidden", err)
+	}
+	exp := int64(600)
+	_, err = nodeClient.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: &exp,
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: other.Name, UID: other.UID},
+	}}, metav1.CreateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("the node requesting a token for a pod not bound to it: %v, want 403 Forbidden", err)
+	}
+}
+
+// A virtual node with identity: bootstrap obtains system:node:<name> by a
+// CSR made with the virtual nodes' identity, runs a pod through the
+// kubernetes provider under it (its Secret copied and its token minted as
+// the Node authorizer and NodeRestriction allow a node), and its
+// certificate is refused a Secret no pod of the node uses.
+func TestVirtualNodeBootstrapsItsOwnIdentity(t *testing.T) {
+	node(t)
+	ctx := context.Background()
+	const vn = "vk-boot"
+	setVirtualNode(t, vn, fmt.Sprintf(`- name: %s
+  provider: kubernetes
+  port: 10265
+  identity: bootstrap
+  podSync: {retryBase: 100ms, retryMax: 5s}
+  providerConfig: {kubeconfig: %s, namespacePrefix: "bt-"}
+`, vn, filepath.Join(clusterDir, "admin.kubeconfig")))
+	t.Cleanup(func() {
+		setVirtualNode(t, vn, "")
+		waitNodeGone(t, vn)
+	})
+	waitNodeReady(t, vn, framework.WaitLimit)
+	csrs, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range csrs.Items {
+		if r.Spec.Username == "gokubelet:virtual-nodes" && r.Spec.SignerName == "kubernetes.io/kube-apiserver-client-kubelet" && approved(&r) {
+			if blk, _ := pem.Decode(r.Spec.Request); blk != nil {
+				if req, err := x509.ParseCertificateRequest(blk.Bytes); err == nil && req.Subject.CommonName == "system:node:"+vn {
+					found = true
+				}
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no approved CSR for system:node:%s made by the virtual nodes' identity (%d CSRs)", vn, len(csrs.Items))
+	}
+	pemPath := filepath.Join(rootDir, "virtual-nodes", "nodes", vn, "identity", "pki", "kubelet-client-current.pem")
+	if c := readPEMCert(t, pemPath); c.Subject.CommonName != "system:node:"+vn {
+		t.Errorf("the node's certificate is for %q", c.Subject.CommonName)
+	}
+
+	ns := namespace(t)
+	tns := "bt-" + ns
+	targetNamespaceCleanup(t, client, tns)
+	dumpOnFailure(t, client, ns, tns)
+	for _, name := range []string{"used", "unused"} {
+		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"k": name}}
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := testPod("own-identity", "--tcp-port=7000")
+	p.Spec.NodeName = vn
+	p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
+	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "USED", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "used"}, Key: "k"}}}}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "own-identity", "Running on "+vn, running)
+
+	pair, err := tls.LoadX509KeyPair(pemPath, pemPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := framework.RESTConfig(clusterEnv["APISERVER_URL"], pair)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeClient, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "used", metav1.GetOptions{}); err != nil {
+		t.Errorf("the node reading a Secret its pod uses: %v", err)
+	}
+	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "unused", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the node reading a Secret no pod of it uses: %v, want 403 Forbidden", err)
+	}
 }

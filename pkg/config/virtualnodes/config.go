@@ -19,6 +19,7 @@
 //	  taints: []              # default: virtual-kubelet.io/provider=<provider>:NoSchedule
 //	  capacity: {pods: "500"} # overrides the provider's
 //	  kubeconfig: ""          # this node's own identity (default: the file's)
+//	  identity: bootstrap     # obtain system:node:<name> by a CSR, the file's identity bootstrapping it
 //	  podSync: {workers: 50, statusWorkers: 100, retryBase: 200ms, retryMax: 2m,
 //	            retryQPS: 0, pollInterval: 2s, resyncInterval: 1m}
 //
@@ -108,8 +109,19 @@ type Node struct {
 	Taints     []v1.Taint        `json:"taints"`
 	Capacity   map[string]string `json:"capacity,omitempty"`
 	Kubeconfig string            `json:"kubeconfig,omitempty"`
-	PodSync    PodSync           `json:"podSync,omitempty"`
+	// Identity "bootstrap": the node obtains its own identity
+	// system:node:<name> (a client certificate from a CSR to the
+	// kube-apiserver-client-kubelet signer, made with the file's identity,
+	// rotated as a kubelet's), so the Node authorizer and NodeRestriction
+	// confine it to its own Node, pods, Secrets and tokens. "" (default):
+	// Kubeconfig, else the file's identity.
+	Identity string  `json:"identity,omitempty"`
+	PodSync  PodSync `json:"podSync,omitempty"`
 }
+
+// IdentityBootstrap is Node.Identity's value for a node identity obtained
+// by a CSR.
+const IdentityBootstrap = "bootstrap"
 
 // PodSync tunes the node's pod work queue (zero: the engine's defaults).
 type PodSync struct {
@@ -251,6 +263,15 @@ func (c *Config) validate() field.ErrorList {
 		}
 		if n.Provider == "" {
 			errs = append(errs, field.Required(p.Child("provider"), "e.g. mock or kubernetes"))
+		}
+		switch n.Identity {
+		case "":
+		case IdentityBootstrap:
+			if n.Kubeconfig != "" {
+				errs = append(errs, field.Invalid(p.Child("identity"), n.Identity, "a node with its own kubeconfig cannot bootstrap another identity"))
+			}
+		default:
+			errs = append(errs, field.NotSupported(p.Child("identity"), n.Identity, []string{"", IdentityBootstrap}))
 		}
 		if n.Port <= 0 || n.Port > 65535 {
 			errs = append(errs, field.Invalid(p.Child("port"), n.Port, "the node's kubelet API port is required (1-65535)"))

@@ -85,6 +85,8 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		"bad capacity":   {head + "nodes:\n- {name: a, provider: mock, port: 1, capacity: {cpu: lots}}\n", "nodes[a].capacity[cpu]"},
 		"bad address":    {head + "address: here\nnodes: []\n", "address"},
 		"negative delay": {head + "nodes:\n- {name: a, provider: mock, port: 1, podSync: {retryMax: -1s}}\n", "podSync.retryMax"},
+		"bad identity":   {head + "nodes:\n- {name: a, provider: mock, port: 1, identity: mine}\n", "nodes[a].identity"},
+		"two identities": {head + "nodes:\n- {name: a, provider: mock, port: 1, identity: bootstrap, kubeconfig: /k}\n", "nodes[a].identity"},
 	} {
 		_, err := Decode([]byte(tc.body), "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

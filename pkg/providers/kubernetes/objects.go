@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -12,7 +11,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -34,8 +32,9 @@ func (p *Provider) copyMeta(pod *v1.Pod, ns string, c objectCopy) metav1.ObjectM
 	}
 }
 
-// ensureCopy creates (or brings up to date) one copy in the target.
-func (p *Provider) ensureCopy(ctx context.Context, pod *v1.Pod, ns string, c objectCopy) error {
+// ensureCopy creates (or brings up to date) one copy in the target; token
+// copies are recorded in o.
+func (p *Provider) ensureCopy(ctx context.Context, pod *v1.Pod, ns string, c objectCopy, o *ownedPod) error {
 	meta := p.copyMeta(pod, ns, c)
 	switch c.kind {
 	case copyConfigMap, copyDownward:
@@ -68,39 +67,77 @@ func (p *Provider) ensureCopy(ctx context.Context, pod *v1.Pod, ns string, c obj
 		}
 		return p.putSecret(ctx, &v1.Secret{ObjectMeta: meta, Data: src.Data, Type: typ})
 	case copyToken:
-		// A token that exists is renewed by the refresher, not here.
-		if _, err := p.target.CoreV1().Secrets(ns).Get(ctx, c.target, metav1.GetOptions{}); err == nil {
-			return nil
-		}
-		s, err := p.tokenSecret(ctx, pod.Namespace, pod.Name, pod.UID, c.source, c.audience, c.expiration, meta)
-		if err != nil {
-			return err
-		}
-		return p.putSecret(ctx, s)
+		return p.ensureToken(ctx, ns, c, meta, o)
 	}
 	return nil
 }
 
-// tokenSecret requests a token of the origin's service account, bound to
-// the origin pod, and wraps it in a Secret.
-func (p *Provider) tokenSecret(ctx context.Context, ns, podName string, podUID types.UID, sa, audience string, expiration int64, meta metav1.ObjectMeta) (*v1.Secret, error) {
+// ensureToken creates a token copy the record does not have yet. A token
+// that exists (same Secret UID) is renewed by RefreshTokens, not here; a
+// Secret of that name the provider did not create is never written to.
+func (p *Provider) ensureToken(ctx context.Context, ns string, c objectCopy, meta metav1.ObjectMeta, o *ownedPod) error {
+	api := p.target.CoreV1().Secrets(ns)
+	p.mu.Lock()
+	rec := *o
+	var have types.UID
+	if t := o.token(c.target); t != nil {
+		have = t.SecretUID
+	}
+	p.mu.Unlock()
+	if have != "" {
+		cur, err := api.Get(ctx, c.target, metav1.GetOptions{})
+		switch {
+		case err == nil && cur.UID == have:
+			return nil
+		case err == nil:
+			return errdefs.Retryable(fmt.Errorf("target secret %s/%s was replaced by someone else; no token is written into it", ns, c.target))
+		case !apierrors.IsNotFound(err):
+			return wrapCopy("secret", ns, c.target, err)
+		}
+	}
+	token, expiry, exp, err := p.mintToken(ctx, &rec, c.audience, c.expiration)
+	if err != nil {
+		return err
+	}
+	meta.Annotations[AnnotationTokenExpiry] = expiry.UTC().Format(time.RFC3339)
+	created, err := api.Create(ctx, &v1.Secret{ObjectMeta: meta, Type: v1.SecretTypeOpaque, Data: map[string][]byte{tokenKey: token}}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return errdefs.Retryable(fmt.Errorf("target secret %s/%s exists and was not created by virtual node %s; no token is written into it", ns, c.target, p.node))
+	}
+	if err != nil {
+		return wrapCopy("secret", ns, c.target, err)
+	}
+	p.mu.Lock()
+	if t := o.token(c.target); t != nil {
+		t.SecretUID, t.Expiry = created.UID, expiry
+	} else {
+		o.Tokens = append(o.Tokens, ownedToken{Secret: c.target, SecretUID: created.UID, Audience: c.audience, ExpirationSeconds: exp, Expiry: expiry})
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// mintToken requests a token of the origin pod's service account, bound
+// to the origin pod by name and UID, both from the provider's record
+// (never from the target). It returns the token, its expiry and the
+// lifetime asked for.
+func (p *Provider) mintToken(ctx context.Context, rec *ownedPod, audience string, expiration int64) ([]byte, time.Time, int64, error) {
+	if rec.OriginUID == "" || rec.OriginName == "" || rec.ServiceAccount == "" {
+		return nil, time.Time{}, 0, errdefs.Invalid(fmt.Errorf("no token for pod %s/%s: its name, UID or service account is unknown", rec.OriginNamespace, rec.OriginName))
+	}
 	exp := max(expiration, minTokenSeconds)
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 		ExpirationSeconds: &exp,
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: podName, UID: podUID},
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: rec.OriginName, UID: rec.OriginUID},
 	}}
 	if audience != "" {
 		req.Spec.Audiences = []string{audience}
 	}
-	tr, err := p.origin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, req, metav1.CreateOptions{})
+	tr, err := p.origin.CoreV1().ServiceAccounts(rec.OriginNamespace).CreateToken(ctx, rec.ServiceAccount, req, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("requesting a token of service account %s/%s: %w", ns, sa, errdefs.FromAPI(err))
+		return nil, time.Time{}, 0, fmt.Errorf("requesting a token of service account %s/%s for pod %s: %w", rec.OriginNamespace, rec.ServiceAccount, rec.OriginName, errdefs.FromAPI(err))
 	}
-	meta.Annotations[AnnotationTokenSA] = sa
-	meta.Annotations[AnnotationTokenAudience] = audience
-	meta.Annotations[AnnotationTokenExpiration] = strconv.FormatInt(exp, 10)
-	meta.Annotations[AnnotationTokenExpiry] = tr.Status.ExpirationTimestamp.UTC().Format(time.RFC3339)
-	return &v1.Secret{ObjectMeta: meta, Type: v1.SecretTypeOpaque, Data: map[string][]byte{tokenKey: []byte(tr.Status.Token)}}, nil
+	return []byte(tr.Status.Token), tr.Status.ExpirationTimestamp.Time, exp, nil
 }
 
 // ours reports whether a target object is this node's.
@@ -158,8 +195,9 @@ func wrapCopy(kind, ns, name string, err error) error {
 }
 
 // ownCopies makes the target pod the owner of its copies, so they are
-// deleted with it.
-func (p *Provider) ownCopies(ctx context.Context, tp *v1.Pod, copies []objectCopy) error {
+// deleted with it. Token copies are patched with their recorded UID (a
+// Secret put in their place is not touched).
+func (p *Provider) ownCopies(ctx context.Context, tp *v1.Pod, copies []objectCopy, rec *ownedPod) error {
 	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: tp.Name, UID: tp.UID}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": []metav1.OwnerReference{ref}}})
 	for _, c := range copies {
@@ -167,6 +205,13 @@ func (p *Provider) ownCopies(ctx context.Context, tp *v1.Pod, copies []objectCop
 		switch c.kind {
 		case copyConfigMap, copyDownward:
 			_, err = p.target.CoreV1().ConfigMaps(tp.Namespace).Patch(ctx, c.target, types.MergePatchType, patch, metav1.PatchOptions{})
+		case copyToken:
+			t := rec.token(c.target)
+			if t == nil {
+				continue
+			}
+			tpatch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": t.SecretUID, "ownerReferences": []metav1.OwnerReference{ref}}})
+			_, err = p.target.CoreV1().Secrets(tp.Namespace).Patch(ctx, c.target, types.MergePatchType, tpatch, metav1.PatchOptions{})
 		default:
 			_, err = p.target.CoreV1().Secrets(tp.Namespace).Patch(ctx, c.target, types.MergePatchType, patch, metav1.PatchOptions{})
 		}
@@ -180,38 +225,69 @@ func (p *Provider) ownCopies(ctx context.Context, tp *v1.Pod, copies []objectCop
 	return nil
 }
 
-// refreshTokens renews the token copies past 80% of their lifetime.
-func (p *Provider) refreshTokens(ctx context.Context) {
+// RefreshTokens renews the token copies past 80% of their lifetime (and,
+// after a restart, each once: their expiry is not on disk). Start calls it
+// every minute. The copies to renew are the provider's records, never a
+// list of the target's Secrets: each token is requested for the recorded
+// origin pod (name and UID) and service account, and written only into the
+// Secret the provider created (same UID), with an optimistic update.
+func (p *Provider) RefreshTokens(ctx context.Context) {
 	log := klog.FromContext(ctx)
-	sel := labels.SelectorFromSet(labels.Set{LabelNode: nodeLabelValue(p.node), LabelCopy: copyToken}).String()
-	list, err := p.target.CoreV1().Secrets(metav1.NamespaceAll).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	now := p.now()
+	type due struct {
+		rec ownedPod
+		tok ownedToken
+	}
+	var todo []due
+	p.mu.Lock()
+	for _, o := range p.owned {
+		if o.TargetUID == "" {
+			continue
+		}
+		for _, t := range o.Tokens {
+			if t.Expiry.IsZero() || !now.Before(t.Expiry.Add(-time.Duration(t.ExpirationSeconds)*time.Second/5)) {
+				todo = append(todo, due{rec: *o, tok: t})
+			}
+		}
+	}
+	p.mu.Unlock()
+	for _, d := range todo {
+		if err := p.renewToken(ctx, &d.rec, d.tok); err != nil {
+			log.Error(err, "Renewing a service account token copy", "pod", klog.KRef(d.rec.OriginNamespace, d.rec.OriginName),
+				"secret", klog.KRef(d.rec.TargetNamespace, d.tok.Secret))
+		}
+	}
+}
+
+func (p *Provider) renewToken(ctx context.Context, rec *ownedPod, tok ownedToken) error {
+	api := p.target.CoreV1().Secrets(rec.TargetNamespace)
+	cur, err := api.Get(ctx, tok.Secret, metav1.GetOptions{})
 	if err != nil {
-		log.Error(err, "Listing token copies to renew")
-		return
+		return wrapCopy("secret", rec.TargetNamespace, tok.Secret, err)
 	}
-	now := time.Now()
-	for i := range list.Items {
-		s := &list.Items[i]
-		exp, _ := strconv.ParseInt(s.Annotations[AnnotationTokenExpiration], 10, 64)
-		expiry, err := time.Parse(time.RFC3339, s.Annotations[AnnotationTokenExpiry])
-		if err != nil || exp <= 0 {
-			continue
-		}
-		if now.Before(expiry.Add(-time.Duration(exp) * time.Second / 5)) {
-			continue
-		}
-		meta := metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, Labels: s.Labels, Annotations: map[string]string{}}
-		for k, v := range s.Annotations {
-			meta.Annotations[k] = v
-		}
-		fresh, err := p.tokenSecret(ctx, s.Annotations[AnnotationOriginNamespace], s.Annotations[AnnotationOriginName],
-			types.UID(s.Labels[LabelOriginUID]), s.Annotations[AnnotationTokenSA], s.Annotations[AnnotationTokenAudience], exp, meta)
-		if err != nil {
-			log.Error(err, "Renewing a service account token copy", "secret", klog.KObj(s))
-			continue
-		}
-		if err := p.putSecret(ctx, fresh); err != nil {
-			log.Error(err, "Renewing a service account token copy", "secret", klog.KObj(s))
+	if cur.UID != tok.SecretUID {
+		return fmt.Errorf("target secret %s/%s is not the token copy virtual node %s created (UID %s, want %s); no token is written into it",
+			rec.TargetNamespace, tok.Secret, p.node, cur.UID, tok.SecretUID)
+	}
+	token, expiry, _, err := p.mintToken(ctx, rec, tok.Audience, tok.ExpirationSeconds)
+	if err != nil {
+		return err
+	}
+	upd := cur.DeepCopy()
+	upd.Data = map[string][]byte{tokenKey: token}
+	if upd.Annotations == nil {
+		upd.Annotations = map[string]string{}
+	}
+	upd.Annotations[AnnotationTokenExpiry] = expiry.UTC().Format(time.RFC3339)
+	if _, err := api.Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		return wrapCopy("secret", rec.TargetNamespace, tok.Secret, err)
+	}
+	p.mu.Lock()
+	if o := p.owned[rec.key()]; o != nil && o.OriginUID == rec.OriginUID {
+		if t := o.token(tok.Secret); t != nil && t.SecretUID == tok.SecretUID {
+			t.Expiry = expiry
 		}
 	}
+	p.mu.Unlock()
+	return nil
 }

@@ -11,16 +11,26 @@
 // items. The copies are owned by the target pod, so the target's garbage
 // collector deletes them with it.
 //
-// Ownership: every object it creates carries gokubelet.io/virtual-node=
-// <node> (and the origin pod's UID); it lists, updates and deletes only
-// objects with that label, refuses to take over a same-named object
-// without it, and never deletes namespaces. Tolerations of the virtual
-// node taint are not copied, so a copy never lands on a virtual node.
+// Ownership and trust (owned.go): the target's tenants may write whatever
+// they like into the mapped namespaces, so nothing there decides what the
+// provider does. Every object it creates carries gokubelet.io/virtual-node=
+// <node> (and the origin pod's UID), but that label only narrows its
+// informer and tells humans whose copy it is. What the provider acts on is
+// its own record, in memory (and in its state directory) only it writes:
+// target pod (namespace, name, UID as returned on create) <-> origin pod
+// (namespace, name, UID), and the token copies it minted. A target pod
+// that is not a record's, even labelled and annotated as one, is ignored:
+// it reports no status and its deletion fails nothing. Token copies are
+// renewed from the records, each TokenRequest bound to the origin pod by
+// name and UID, and written only into the Secret (by UID) the provider
+// created. It never takes over a same-named object it did not create, and
+// never deletes namespaces. Tolerations of the virtual node taint are not
+// copied, so a copy never lands on a virtual node.
 //
 // Status: an informer on the target's pods (selected by the label) keeps
-// GetPod, GetPodStatus and ListPods in memory and pushes every change to
-// the engine (provider.PodNotifier): phase, conditions, container states
-// and pod IPs, mirrored as the origin's pod. Capacity is the sum of the
+// GetPod, GetPodStatus and ListPods in memory and pushes every change of a
+// recorded pod to the engine (provider.PodNotifier): phase, conditions,
+// container states and pod IPs, mirrored as the origin's pod. Capacity is the sum of the
 // allocatable of the target's Ready, schedulable nodes that a copy can
 // land on (no virtual node taint). Logs, exec, attach and port-forward
 // are proxied to the target's API server.
@@ -76,11 +86,22 @@ type Provider struct {
 
 	runnable.ReadyOnce
 
+	// stateDir keeps the records of what the provider created (owned.go);
+	// "" keeps them in memory only.
+	stateDir string
+	records  *records
+	// now is the clock of token renewal.
+	now func() time.Time
+
 	mu      sync.Mutex
 	notify  func(*v1.Pod)
 	version string
 	// namespaces known to exist in the target.
 	namespaces map[string]bool
+	// owned are the pods this provider created, by origin namespace/name;
+	// byTarget the same records by target namespace/name.
+	owned    map[string]*ownedPod
+	byTarget map[string]*ownedPod
 }
 
 // New builds the provider from its providerConfig (provider.Factory). It
@@ -103,7 +124,12 @@ func New(_ context.Context, ic provider.InitConfig) (provider.Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes provider: target client: %w", err)
 	}
-	return NewForClients(ic.NodeName, cfg, target, rc, ic.Client, ic.Objects), nil
+	p := NewForClients(ic.NodeName, cfg, target, rc, ic.Client, ic.Objects)
+	if p.records, err = newRecords(ic.StateDir); err != nil {
+		return nil, err
+	}
+	p.stateDir = ic.StateDir
+	return p, nil
 }
 
 // NewForClients builds the provider from clients (tests).
@@ -121,6 +147,9 @@ func NewForClients(node string, cfg Config, target kubernetes.Interface, targetR
 		nodeInformer: nf.Core().V1().Nodes().Informer(),
 		nodes:        nf.Core().V1().Nodes().Lister(),
 		namespaces:   map[string]bool{},
+		owned:        map[string]*ownedPod{},
+		byTarget:     map[string]*ownedPod{},
+		now:          time.Now,
 	}
 	_, _ = p.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.emit(obj, false) },
@@ -134,6 +163,7 @@ func NewForClients(node string, cfg Config, target kubernetes.Interface, targetR
 // ends; it is ready once the informers synced.
 func (p *Provider) Start(ctx context.Context) error {
 	log := klog.FromContext(ctx).WithValues("provider", Type, "virtualNode", p.node)
+	p.loadRecords(ctx)
 	go p.podInformer.RunWithContext(ctx)
 	go p.nodeInformer.RunWithContext(ctx)
 	if v, err := p.target.Discovery().ServerVersion(); err == nil {
@@ -155,7 +185,7 @@ func (p *Provider) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			p.refreshTokens(ctx)
+			p.RefreshTokens(ctx)
 		}
 	}
 }
@@ -171,6 +201,56 @@ func (p *Provider) NotifyPods(_ context.Context, notify func(*v1.Pod)) {
 // stay references (provider.ObjectRefKeeper).
 func (p *Provider) KeepsObjectRefs() bool { return true }
 
+// loadRecords adopts the records of an earlier run (state directory).
+func (p *Provider) loadRecords(ctx context.Context) {
+	log := klog.FromContext(ctx)
+	recs, errs := p.records.load()
+	for _, err := range errs {
+		log.Error(err, "Ignoring a record of the kubernetes provider's state directory", "dir", p.stateDir)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, o := range recs {
+		p.owned[o.key()] = o
+		p.byTarget[o.targetKey()] = o
+	}
+	if len(recs) > 0 {
+		log.Info("Adopting the target pods this provider created before", "pods", len(recs), "dir", p.stateDir)
+	}
+}
+
+// recordOf returns the record a target pod belongs to: same namespace,
+// name and UID as the pod the provider created (nil for any other pod,
+// whatever its labels and annotations say).
+func (p *Provider) recordOf(tp *v1.Pod) *ownedPod {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.recordOfLocked(tp)
+}
+
+func (p *Provider) recordOfLocked(tp *v1.Pod) *ownedPod {
+	o := p.byTarget[tp.Namespace+"/"+tp.Name]
+	if o == nil || o.TargetUID == "" || o.TargetUID != tp.UID {
+		return nil
+	}
+	return o
+}
+
+// forget drops a record (its target pod is gone).
+func (p *Provider) forget(ctx context.Context, o *ownedPod) {
+	p.mu.Lock()
+	if p.owned[o.key()] == o {
+		delete(p.owned, o.key())
+	}
+	if p.byTarget[o.targetKey()] == o {
+		delete(p.byTarget, o.targetKey())
+	}
+	p.mu.Unlock()
+	if err := p.records.remove(o.OriginUID); err != nil {
+		klog.FromContext(ctx).Error(err, "Removing a record of the kubernetes provider", "dir", p.stateDir, "podUID", o.OriginUID)
+	}
+}
+
 func (p *Provider) emit(obj any, deleted bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
@@ -179,16 +259,24 @@ func (p *Provider) emit(obj any, deleted bool) {
 	if !ok {
 		return
 	}
-	op, ok := fromTarget(tp, p.node)
-	if !ok {
+	p.mu.Lock()
+	o := p.recordOfLocked(tp)
+	notify := p.notify
+	var rec ownedPod
+	if o != nil {
+		rec = *o
+	}
+	p.mu.Unlock()
+	if o == nil {
+		// Not a pod this provider created (a forgery, another node's, an
+		// earlier incarnation's): it says nothing about any origin pod.
 		return
 	}
+	op := fromTarget(tp, &rec, p.node)
 	if deleted {
 		markGone(op)
+		p.forget(context.Background(), o)
 	}
-	p.mu.Lock()
-	notify := p.notify
-	p.mu.Unlock()
 	if notify != nil {
 		notify(op)
 	}
@@ -201,36 +289,43 @@ func (p *Provider) synced() error {
 	return nil
 }
 
-// targetPod finds this node's target pod for an origin pod.
-func (p *Provider) targetPod(namespace, name string) (*v1.Pod, error) {
+// targetPod finds this node's target pod for an origin pod: the pod the
+// provider created for it (same namespace, name and UID), from the
+// informer.
+func (p *Provider) targetPod(namespace, name string) (*v1.Pod, *ownedPod, error) {
 	if err := p.synced(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ns, err := p.cfg.targetNamespace(namespace)
-	if err != nil {
-		return nil, provider.NotFound(namespace, name)
+	p.mu.Lock()
+	o := p.owned[namespace+"/"+name]
+	var rec ownedPod
+	if o != nil {
+		rec = *o
 	}
-	tp, err := p.pods.Pods(ns).Get(name)
+	p.mu.Unlock()
+	if o == nil || rec.TargetUID == "" {
+		return nil, nil, provider.NotFound(namespace, name)
+	}
+	tp, err := p.pods.Pods(rec.TargetNamespace).Get(rec.OriginName)
 	if apierrors.IsNotFound(err) {
-		return nil, provider.NotFound(namespace, name)
+		return nil, nil, provider.NotFound(namespace, name)
 	}
 	if err != nil {
-		return nil, errdefs.FromAPI(err)
+		return nil, nil, errdefs.FromAPI(err)
 	}
-	if tp.Labels[LabelNode] != nodeLabelValue(p.node) || tp.Annotations[AnnotationOriginNamespace] != namespace {
-		return nil, provider.NotFound(namespace, name)
+	if tp.UID != rec.TargetUID {
+		return nil, nil, provider.NotFound(namespace, name)
 	}
-	return tp, nil
+	return tp, &rec, nil
 }
 
 // GetPod returns the origin's view of the target pod, from the informer.
 func (p *Provider) GetPod(_ context.Context, namespace, name string) (*v1.Pod, error) {
-	tp, err := p.targetPod(namespace, name)
+	tp, rec, err := p.targetPod(namespace, name)
 	if err != nil {
 		return nil, err
 	}
-	op, _ := fromTarget(tp, p.node)
-	return op, nil
+	return fromTarget(tp, rec, p.node), nil
 }
 
 // GetPodStatus returns the target pod's status.
@@ -242,28 +337,40 @@ func (p *Provider) GetPodStatus(ctx context.Context, namespace, name string) (*v
 	return &op.Status, nil
 }
 
-// ListPods returns this node's target pods, from the informer.
+// ListPods returns the target pods this provider created, from the
+// informer.
 func (p *Provider) ListPods(context.Context) ([]*v1.Pod, error) {
 	if err := p.synced(); err != nil {
 		return nil, err
 	}
-	tps, err := p.pods.List(p.selector)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*v1.Pod, 0, len(tps))
-	for _, tp := range tps {
-		if op, ok := fromTarget(tp, p.node); ok {
-			out = append(out, op)
+	p.mu.Lock()
+	recs := make([]ownedPod, 0, len(p.owned))
+	for _, o := range p.owned {
+		if o.TargetUID != "" {
+			recs = append(recs, *o)
 		}
+	}
+	p.mu.Unlock()
+	out := make([]*v1.Pod, 0, len(recs))
+	for i := range recs {
+		tp, err := p.pods.Pods(recs[i].TargetNamespace).Get(recs[i].OriginName)
+		if err != nil || tp.UID != recs[i].TargetUID {
+			continue
+		}
+		out = append(out, fromTarget(tp, &recs[i], p.node))
 	}
 	return out, nil
 }
 
 // CreatePod makes the copies the pod needs, then the target pod, then
-// gives the copies the pod as their owner. Creating a pod that exists
-// (same origin UID) completes what an earlier attempt left undone.
+// gives the copies the pod as their owner, and records what it created
+// (owned.go). Creating a pod that exists (same origin UID) completes what
+// an earlier attempt left undone; a target pod of that name the provider
+// did not create is never taken over, whatever its labels say.
 func (p *Provider) CreatePod(ctx context.Context, pod *v1.Pod) error {
+	if pod.UID == "" {
+		return errdefs.Invalid(fmt.Errorf("pod %s/%s has no UID", pod.Namespace, pod.Name))
+	}
 	ns, err := p.cfg.targetNamespace(pod.Namespace)
 	if err != nil {
 		return errdefs.Invalid(err)
@@ -276,11 +383,15 @@ func (p *Provider) CreatePod(ctx context.Context, pod *v1.Pod) error {
 	if err != nil {
 		return err
 	}
+	o, err := p.startRecord(pod, ns)
+	if err != nil {
+		return err
+	}
 	if err := p.ensureNamespace(ctx, ns); err != nil {
 		return err
 	}
 	for _, c := range pl.copies {
-		if err := p.ensureCopy(ctx, pod, ns, c); err != nil {
+		if err := p.ensureCopy(ctx, pod, ns, c, o); err != nil {
 			return err
 		}
 	}
@@ -290,11 +401,12 @@ func (p *Provider) CreatePod(ctx context.Context, pod *v1.Pod) error {
 		if err != nil {
 			return errdefs.FromAPI(err)
 		}
-		if tp.Labels[LabelNode] != nodeLabelValue(p.node) {
-			return errdefs.Terminal(fmt.Errorf("target namespace %s already has a pod %s that virtual node %s does not manage", ns, pod.Name, p.node))
-		}
-		if tp.Labels[LabelOriginUID] != string(pod.UID) {
-			return errdefs.Retryable(fmt.Errorf("target pod %s/%s still belongs to an earlier pod of that name (%s)", ns, pod.Name, tp.Labels[LabelOriginUID]))
+		p.mu.Lock()
+		mine := o.TargetUID != "" && o.TargetUID == tp.UID
+		p.mu.Unlock()
+		if !mine {
+			return errdefs.Retryable(fmt.Errorf("target namespace %s already has a pod %s that virtual node %s did not create "+
+				"(its labels are not taken as proof of ownership); waiting for it to go", ns, pod.Name, p.node))
 		}
 	} else if apierrors.IsForbidden(err) {
 		// Admission in the target refused it: often for a while only (a
@@ -304,18 +416,64 @@ func (p *Provider) CreatePod(ctx context.Context, pod *v1.Pod) error {
 	} else if err != nil {
 		return fmt.Errorf("creating target pod %s/%s: %w", ns, pod.Name, errdefs.FromAPI(err))
 	}
-	return p.ownCopies(ctx, tp, pl.copies)
+	p.mu.Lock()
+	o.TargetUID = tp.UID
+	rec := *o
+	rec.Tokens = append([]ownedToken(nil), o.Tokens...)
+	p.mu.Unlock()
+	if err := p.records.save(&rec); err != nil {
+		return errdefs.Retryable(fmt.Errorf("recording target pod %s/%s in %s: %w", ns, pod.Name, p.stateDir, err))
+	}
+	if err := p.ownCopies(ctx, tp, pl.copies, &rec); err != nil {
+		return err
+	}
+	// The informer may have seen the pod before it was recorded.
+	if cached, err := p.pods.Pods(ns).Get(pod.Name); err == nil && cached.UID == tp.UID {
+		p.emit(cached, false)
+	}
+	return nil
+}
+
+// startRecord returns the record of pod, making it when there is none:
+// the origin pod as the engine gave it, and its target namespace. The
+// record of an earlier pod of the same name is replaced only once its
+// target pod was never created (the engine deletes the old one first).
+func (p *Provider) startRecord(pod *v1.Pod, ns string) (*ownedPod, error) {
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
+	}
+	key := pod.Namespace + "/" + pod.Name
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	o := p.owned[key]
+	if o != nil && o.OriginUID == pod.UID {
+		return o, nil
+	}
+	if o != nil && o.TargetUID != "" {
+		return nil, errdefs.Retryable(fmt.Errorf("target pod %s/%s still belongs to an earlier pod of that name (%s)", o.TargetNamespace, o.OriginName, o.OriginUID))
+	}
+	n := &ownedPod{OriginNamespace: pod.Namespace, OriginName: pod.Name, OriginUID: pod.UID, ServiceAccount: sa, TargetNamespace: ns}
+	if other := p.byTarget[n.targetKey()]; other != nil && other != o && other.key() != key {
+		return nil, errdefs.Retryable(fmt.Errorf("target pod %s/%s is taken by origin pod %s (two origin namespaces map to %s)", ns, pod.Name, other.key(), ns))
+	}
+	if o != nil && p.byTarget[o.targetKey()] == o {
+		delete(p.byTarget, o.targetKey())
+	}
+	p.owned[key] = n
+	p.byTarget[n.targetKey()] = n
+	return n, nil
 }
 
 // UpdatePod applies what a pod may change in place: labels, annotations,
 // container images and the active deadline. (Tolerations are left alone:
 // the target's admission added its own, which may not be removed.)
 func (p *Provider) UpdatePod(ctx context.Context, pod *v1.Pod) error {
-	tp, err := p.targetPod(pod.Namespace, pod.Name)
+	tp, rec, err := p.targetPod(pod.Namespace, pod.Name)
 	if err != nil {
 		return err
 	}
-	if tp.Labels[LabelOriginUID] != string(pod.UID) {
+	if rec.OriginUID != pod.UID {
 		return provider.NotFound(pod.Namespace, pod.Name)
 	}
 	pl, err := toTarget(pod, p.node, tp.Namespace)
@@ -341,28 +499,47 @@ func (p *Provider) UpdatePod(ctx context.Context, pod *v1.Pod) error {
 	return nil
 }
 
-// DeletePod deletes the target pod with the origin pod's grace period and
-// a UID precondition (its copies go with it).
+// DeletePod deletes the target pod the provider created for the pod, with
+// the origin pod's grace period and a precondition on the UID it recorded
+// (its copies go with it).
 func (p *Provider) DeletePod(ctx context.Context, pod *v1.Pod) error {
-	tp, err := p.targetPod(pod.Namespace, pod.Name)
-	if err != nil {
+	if err := p.synced(); err != nil {
 		return err
 	}
-	if pod.UID != "" && tp.Labels[LabelOriginUID] != string(pod.UID) {
+	p.mu.Lock()
+	o := p.owned[pod.Namespace+"/"+pod.Name]
+	var rec ownedPod
+	if o != nil {
+		rec = *o
+	}
+	p.mu.Unlock()
+	if o == nil || (pod.UID != "" && rec.OriginUID != pod.UID) {
 		return provider.NotFound(pod.Namespace, pod.Name)
 	}
-	uid := tp.UID
+	if rec.TargetUID == "" {
+		// Never created: nothing runs (token copies without an owner are
+		// deleted by UID).
+		for _, t := range rec.Tokens {
+			uid := t.SecretUID
+			_ = p.target.CoreV1().Secrets(rec.TargetNamespace).Delete(ctx, t.Secret, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+		}
+		p.forget(ctx, o)
+		return provider.NotFound(pod.Namespace, pod.Name)
+	}
+	uid := rec.TargetUID
 	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
 	if pod.DeletionGracePeriodSeconds != nil {
 		g := *pod.DeletionGracePeriodSeconds
 		opts.GracePeriodSeconds = &g
 	}
-	err = p.target.CoreV1().Pods(tp.Namespace).Delete(ctx, tp.Name, opts)
+	err := p.target.CoreV1().Pods(rec.TargetNamespace).Delete(ctx, rec.OriginName, opts)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		// Gone (a pod under that name now is not the one created).
+		p.forget(ctx, o)
 		return provider.NotFound(pod.Namespace, pod.Name)
 	}
 	if err != nil {
-		return fmt.Errorf("deleting target pod %s/%s: %w", tp.Namespace, tp.Name, errdefs.FromAPI(err))
+		return fmt.Errorf("deleting target pod %s/%s: %w", rec.TargetNamespace, rec.OriginName, errdefs.FromAPI(err))
 	}
 	return nil
 }

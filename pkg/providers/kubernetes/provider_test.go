@@ -60,25 +60,39 @@ func fakeTarget(objs ...runtime.Object) (*fake.Clientset, chan struct{}) {
 
 func startProvider(t *testing.T, node string, target *fake.Clientset, watching chan struct{}, origin *fake.Clientset) (*Provider, *[]*v1.Pod, *sync.Mutex) {
 	t.Helper()
+	p, seen, mu, _ := startProviderIn(t, node, target, watching, origin, "")
+	return p, seen, mu
+}
+
+// startProviderIn starts a provider keeping its records in stateDir; stop
+// stops it (also done at cleanup).
+func startProviderIn(t *testing.T, node string, target *fake.Clientset, watching chan struct{}, origin *fake.Clientset, stateDir string) (p *Provider, seen *[]*v1.Pod, mu *sync.Mutex, stop func()) {
+	t.Helper()
 	cfg, err := ParseConfig([]byte(`{"kubeconfig": "/unused", "namespacePrefix": "vk-"}`), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewForClients(node, cfg, target, nil, origin, originObjects{origin})
-	var mu sync.Mutex
-	var seen []*v1.Pod
+	p = NewForClients(node, cfg, target, nil, origin, originObjects{origin})
+	if p.records, err = newRecords(stateDir); err != nil {
+		t.Fatal(err)
+	}
+	p.stateDir = stateDir
+	mu = &sync.Mutex{}
+	seen = &[]*v1.Pod{}
 	ctx, cancel := context.WithCancel(context.Background())
-	p.NotifyPods(ctx, func(pod *v1.Pod) { mu.Lock(); seen = append(seen, pod); mu.Unlock() })
+	p.NotifyPods(ctx, func(pod *v1.Pod) { mu.Lock(); *seen = append(*seen, pod); mu.Unlock() })
 	done := make(chan struct{})
 	go func() { _ = p.Start(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
 	select {
 	case <-p.Ready():
 	case <-time.After(10 * time.Second):
 		t.Fatal("provider not ready")
 	}
 	<-watching
-	return p, &seen, &mu
+	return p, seen, mu, stop
 }
 
 func originFixture() *fake.Clientset {
@@ -170,8 +184,8 @@ func TestOwnership(t *testing.T) {
 	target, watching := fakeTarget(foreign, mine, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "vk-shop"}})
 	p, _, _ := startProvider(t, "vk-remote", target, watching, originFixture())
 	ctx := context.Background()
-	if err := p.CreatePod(ctx, originPod()); !errdefs.IsTerminal(err) {
-		t.Errorf("creating over a foreign pod: %v, want a terminal error", err)
+	if err := p.CreatePod(ctx, originPod()); !errdefs.IsRetryable(err) {
+		t.Errorf("creating over a foreign pod: %v, want a retryable error (waiting for it to go)", err)
 	}
 	if _, err := p.GetPod(ctx, "shop", "web-1"); !errdefs.IsNotFound(err) {
 		t.Errorf("GetPod of a foreign pod: %v", err)

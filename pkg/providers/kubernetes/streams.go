@@ -21,7 +21,7 @@ import (
 
 // GetContainerLogs streams the target container's log.
 func (p *Provider) GetContainerLogs(ctx context.Context, namespace, name, container string, opts v1.PodLogOptions) (io.ReadCloser, error) {
-	tp, err := p.targetPod(namespace, name)
+	tp, _, err := p.targetPod(namespace, name)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (p *Provider) GetContainerLogs(ctx context.Context, namespace, name, contai
 // RunInContainer runs cmd in the target container (its exit code comes
 // back as client-go's exec.CodeExitError).
 func (p *Provider) RunInContainer(ctx context.Context, namespace, name, container string, cmd []string, a provider.AttachIO) error {
-	tp, err := p.targetPod(namespace, name)
+	tp, _, err := p.targetPod(namespace, name)
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (p *Provider) RunInContainer(ctx context.Context, namespace, name, containe
 
 // AttachToContainer attaches to the target container.
 func (p *Provider) AttachToContainer(ctx context.Context, namespace, name, container string, a provider.AttachIO) error {
-	tp, err := p.targetPod(namespace, name)
+	tp, _, err := p.targetPod(namespace, name)
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (q sizeQueue) Next() *remotecommand.TerminalSize {
 // connection to the target's API server.
 func (p *Provider) PortForward(ctx context.Context, namespace, name string, port int32, stream io.ReadWriteCloser) error {
 	defer stream.Close()
-	tp, err := p.targetPod(namespace, name)
+	tp, _, err := p.targetPod(namespace, name)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,10 @@ import (
 )
 
 // Labels and annotations on every object the provider makes in the target
-// cluster. The virtual-node label is how it finds its own objects and the
-// only thing it ever lists, updates or deletes by.
+// cluster. They narrow the provider's informer and tell humans whose copy
+// an object is; they are never proof of it (anyone with write access to
+// the target namespace can set them): the provider's own records are
+// (owned.go).
 const (
 	LabelNode      = "gokubelet.io/virtual-node"
 	LabelOriginUID = "gokubelet.io/origin-uid"
@@ -24,10 +26,9 @@ const (
 
 	AnnotationOriginNamespace = "gokubelet.io/origin-namespace"
 	AnnotationOriginName      = "gokubelet.io/origin-name"
-	AnnotationTokenSA         = "gokubelet.io/token-service-account"
-	AnnotationTokenAudience   = "gokubelet.io/token-audience"
-	AnnotationTokenExpiration = "gokubelet.io/token-expiration-seconds"
-	AnnotationTokenExpiry     = "gokubelet.io/token-expires"
+	// AnnotationTokenExpiry tells humans when a token copy expires; the
+	// provider keeps its own record and never reads it back.
+	AnnotationTokenExpiry = "gokubelet.io/token-expires"
 
 	// taintKey is the virtual node taint: tolerations of it are not
 	// copied, so a copy never lands on a virtual node (no loops).
@@ -297,19 +298,17 @@ func downwardSources(pod *v1.Pod, volName string, items []v1.DownwardAPIVolumeFi
 	return out, nil
 }
 
-// fromTarget is the origin's view of a target pod: the origin's namespace,
-// name and UID, the target's status (phase, conditions, container states,
+// fromTarget is the origin's view of a target pod the provider created:
+// the origin's namespace, name and UID from the provider's record (never
+// from the target pod's labels or annotations, which the target's tenants
+// can write), the target's status (phase, conditions, container states,
 // pod IPs). The host IP is left to the virtual node (its own address).
-// It returns false for a pod that is not one of this node's.
-func fromTarget(tp *v1.Pod, node string) (*v1.Pod, bool) {
-	if tp.Labels[LabelNode] != nodeLabelValue(node) || tp.Labels[LabelOriginUID] == "" {
-		return nil, false
-	}
+func fromTarget(tp *v1.Pod, rec *ownedPod, node string) *v1.Pod {
 	p := &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:              tp.Annotations[AnnotationOriginName],
-			Namespace:         tp.Annotations[AnnotationOriginNamespace],
-			UID:               types.UID(tp.Labels[LabelOriginUID]),
+			Name:              rec.OriginName,
+			Namespace:         rec.OriginNamespace,
+			UID:               rec.OriginUID,
 			Labels:            map[string]string{},
 			Annotations:       map[string]string{},
 			CreationTimestamp: tp.CreationTimestamp,
@@ -317,9 +316,6 @@ func fromTarget(tp *v1.Pod, node string) (*v1.Pod, bool) {
 		},
 		Spec:   *tp.Spec.DeepCopy(),
 		Status: *tp.Status.DeepCopy(),
-	}
-	if p.Name == "" {
-		p.Name = tp.Name
 	}
 	for k, v := range tp.Labels {
 		if k != LabelNode && k != LabelOriginUID {
@@ -338,7 +334,7 @@ func fromTarget(tp *v1.Pod, node string) (*v1.Pod, bool) {
 	for i := range p.Status.Conditions {
 		p.Status.Conditions[i].ObservedGeneration = 0
 	}
-	return p, true
+	return p
 }
 
 // markGone is the last status of a pod deleted from the target: a

@@ -19,7 +19,6 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -85,6 +84,9 @@ type Set struct {
 	newClients func(kubeconfig string) (*node.Clients, error)
 	// watchInterval is how often the file is re-read.
 	watchInterval time.Duration
+
+	regOnce sync.Once
+	reg     *registry
 }
 
 // sharedClients are the clients of one identity and their service
@@ -259,6 +261,9 @@ func (v *Set) reconcile(ctx context.Context, c *virtualnodes.Config) {
 // start runs a node in the background, started again with back-off
 // when it fails.
 func (v *Set) start(parent context.Context, def virtualnodes.Node) {
+	if err := v.registry().add(def.Name); err != nil {
+		klog.FromContext(parent).Error(err, "Recording the virtual node as registered by this process; if it is taken out of the config while the kubelet is stopped, its Node stays", "virtualNode", def.Name)
+	}
 	ctx, cancel := context.WithCancel(parent)
 	n := &virtualNode{def: def, cancel: cancel, done: make(chan struct{})}
 	v.mu.Lock()
@@ -296,14 +301,23 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 	if err != nil {
 		return err
 	}
+	clients := sc.clients
+	var identity *nodeIdentity
+	if def.Identity == virtualnodes.IdentityBootstrap {
+		if identity, err = v.newNodeIdentity(ctx, def); err != nil {
+			return err
+		}
+		clients = identity.clients
+	}
 	factory := Providers[def.Provider]
 	provCtx, stopProvider := context.WithCancel(context.WithoutCancel(ctx))
 	prov, err := factory(provCtx, provider.InitConfig{
 		NodeName:  def.Name,
 		Config:    def.ProviderConfig,
 		ConfigDir: filepath.Dir(v.path),
-		Client:    sc.clients.Kube,
-		Objects:   envvars.ClientObjects{Client: sc.clients.Kube},
+		Client:    clients.Kube,
+		Objects:   envvars.ClientObjects{Client: clients.Kube},
+		StateDir:  v.providerStateDir(def),
 	})
 	if err != nil {
 		stopProvider()
@@ -313,7 +327,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 	if n.stopProvider != nil {
 		n.stopProvider() // an earlier attempt's
 	}
-	n.prov, n.stopProvider, n.clients = prov, stopProvider, sc.clients
+	n.prov, n.stopProvider, n.clients = prov, stopProvider, clients
 	n.mu.Unlock()
 	providerDone := make(chan error, 1)
 	if r, ok := prov.(runnable.Runnable); ok {
@@ -343,7 +357,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 		},
 		Facts: &virtual.Facts{Provider: prov, ProviderType: def.Provider, NodeName: def.Name,
 			HostIPs: v.hostIPs, Capacity: def.CapacityList()},
-		Clients:                   sc.clients,
+		Clients:                   clients,
 		RegisterNode:              true,
 		LeaseDurationSeconds:      kc.NodeLeaseDurationSeconds,
 		NodeStatusUpdateFrequency: kc.NodeStatusUpdateFrequency.Duration,
@@ -366,7 +380,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 		RetryBurst:     ps.RetryBurst,
 		PollInterval:   ps.PollInterval.Duration,
 		ResyncInterval: ps.ResyncInterval.Duration,
-	}, virtual.Deps{Core: core, Client: sc.clients.Kube, WatchClient: sc.clients.Watcher(), Provider: prov, Services: sc.services})
+	}, virtual.Deps{Core: core, Client: clients.Kube, WatchClient: clients.Watcher(), Provider: prov, Services: sc.services})
 	if err != nil {
 		return err
 	}
@@ -376,6 +390,9 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 	// The Node registers first (NotReady while the provider's backend is
 	// not there: its NodeStatus says why); pods wait for the provider.
 	var g runnable.Group
+	if identity != nil {
+		g.Stage("identity").Add("client-certificate", identity)
+	}
 	core.AddTo(g.Stage("core"))
 	g.Stage("provider").Add("provider", &providerGate{prov: prov, done: providerDone, name: def.Provider})
 	eng.AddTo(g.Stage("engine"), g.Stage("pod-sync"))
@@ -453,8 +470,15 @@ func (v *Set) remove(ctx context.Context, n *virtualNode) {
 	if stopProvider != nil {
 		stopProvider()
 	}
-	if clients != nil {
+	// The Node is deleted with the file's identity: a node's own identity
+	// (system:node:<name>) may not delete Nodes.
+	if sc, err := v.clientsFor(ctx, ""); err == nil {
+		deleteNode(ctx, sc.clients, n.def.Name)
+	} else if clients != nil {
 		deleteNode(ctx, clients, n.def.Name)
+	}
+	if err := v.registry().remove(n.def.Name); err != nil {
+		log.Error(err, "Updating the record of registered virtual nodes")
 	}
 	v.mu.Lock()
 	if v.running[n.def.Name] == n {
@@ -484,8 +508,12 @@ func deleteNode(ctx context.Context, clients *node.Clients, name string) {
 	}
 }
 
-// removeStale deletes Nodes this instance registered earlier that the
-// file no longer lists (removed while the kubelet was stopped). Their
+// removeStale deletes Nodes this process registered earlier that the
+// file no longer lists (removed while the kubelet was stopped). Which
+// Nodes those are is this process's own record (registry, under the root
+// dir), never a label: anyone allowed to label Nodes could set that. A
+// recorded name is deleted only while its Node still carries this
+// instance's label (the name may have gone to someone else since). Their
 // providers' pods cannot be drained any more: the log says so.
 func (v *Set) removeStale(ctx context.Context) {
 	log := klog.FromContext(ctx)
@@ -493,22 +521,35 @@ func (v *Set) removeStale(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	sel := labels.SelectorFromSet(labels.Set{virtualnodes.LabelInstance: v.instance()}).String()
-	list, err := sc.clients.Kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	reg := v.registry()
+	names, err := reg.load()
 	if err != nil {
-		log.Error(err, "Listing the virtual nodes registered earlier; stale ones stay", "selector", sel)
+		log.Error(err, "Reading the virtual nodes this process registered; stale ones stay", "file", reg.path)
 		return
 	}
 	wanted := map[string]bool{}
 	for _, n := range v.cfg.Nodes {
 		wanted[n.Name] = true
 	}
-	for _, n := range list.Items {
-		if wanted[n.Name] {
+	for _, name := range names {
+		if wanted[name] {
 			continue
 		}
-		log.Info("Deleting a virtual node no longer in the config (its provider's pods, if any, are not drained)", "virtualNode", n.Name)
-		deleteNode(ctx, sc.clients, n.Name)
+		n, err := sc.clients.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			log.Error(err, "Reading a virtual node registered earlier; it stays", "virtualNode", name)
+			continue
+		case n.Labels[virtualnodes.LabelInstance] != v.instance():
+			log.Info("A Node this process registered earlier now belongs to someone else; leaving it", "virtualNode", name)
+		default:
+			log.Info("Deleting a virtual node no longer in the config (its provider's pods, if any, are not drained)", "virtualNode", name)
+			deleteNode(ctx, sc.clients, name)
+		}
+		if err := reg.remove(name); err != nil {
+			log.Error(err, "Updating the record of registered virtual nodes", "file", reg.path)
+		}
 	}
 }
 
@@ -628,4 +669,32 @@ func (v *Set) RunningPods(ctx context.Context) ([]*v1.Pod, error) {
 		out = append(out, pods...)
 	}
 	return out, nil
+}
+
+// stateDir is where this process keeps the virtual nodes' state: under
+// --root-dir, written by this process only (never chosen by anything in
+// the cluster). "" without a root dir (tests): state is then in memory.
+func (v *Set) stateDir() string {
+	if v.kc.RootDir == "" {
+		return ""
+	}
+	return filepath.Join(v.kc.RootDir, "virtual-nodes")
+}
+
+// providerStateDir is a node's provider's own directory.
+func (v *Set) providerStateDir(def virtualnodes.Node) string {
+	if v.stateDir() == "" {
+		return ""
+	}
+	return filepath.Join(v.stateDir(), "nodes", def.Name, def.Provider)
+}
+
+func (v *Set) registry() *registry {
+	v.regOnce.Do(func() {
+		v.reg = &registry{}
+		if d := v.stateDir(); d != "" {
+			v.reg.path = filepath.Join(d, "registered.json")
+		}
+	})
+	return v.reg
 }

@@ -35,8 +35,9 @@ nodes:
 const vnB = `- {name: vn-b, provider: mock, port: 10261}
 `
 
-// The virtual nodes follow their file: at start, a node of this instance
-// the file no longer lists is deleted; the listed ones register and run
+// The virtual nodes follow their file: at start, a node this process
+// registered (its own record under the root dir) that the file no longer
+// lists is deleted; the listed ones register and run
 // pods; a node taken out of the file is drained and deleted while the
 // other one runs on.
 func TestVirtualNodesFollowTheFile(t *testing.T) {
@@ -51,9 +52,21 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 	}
 	stale := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vn-old", UID: "old", Labels: map[string]string{virtualnodes.LabelInstance: "unit"}}}
 	foreign := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vn-foreign", UID: "f", Labels: map[string]string{virtualnodes.LabelInstance: "other"}}}
+	// Labelled as this instance's by someone who may label nodes, never
+	// registered by this process.
+	labelled := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vn-labelled", UID: "l", Labels: map[string]string{virtualnodes.LabelInstance: "unit"}}}
+	// Registered by this process once, now someone else's.
+	reused := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vn-reused", UID: "r", Labels: map[string]string{virtualnodes.LabelInstance: "other"}}}
+	root := filepath.Join(dir, "root")
+	if err := os.MkdirAll(filepath.Join(root, "virtual-nodes"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "virtual-nodes", "registered.json"), []byte(`{"nodes":["vn-old","vn-reused","vn-a"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", UID: "pod-uid"},
 		Spec: v1.PodSpec{NodeName: "vn-b", Containers: []v1.Container{{Name: "c", Image: "i"}}}}
-	client := fake.NewClientset(stale, foreign, pod)
+	client := fake.NewClientset(stale, foreign, labelled, reused, pod)
 	var n atomic.Int64
 	client.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if o, ok := a.(k8stesting.CreateAction).GetObject().(metav1.Object); ok && o.GetUID() == "" {
@@ -62,7 +75,7 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 		return false, nil, nil
 	})
 	s := &kubeletconfig.Settings{Config: kubeletconfig.NewDefaultConfig(), KubeconfigPath: "/unused",
-		VirtualNodesConfigFile: path, VirtualNodes: cfg}
+		VirtualNodesConfigFile: path, VirtualNodes: cfg, RootDir: root}
 	v, err := New(s, []string{"192.0.2.1"}, "v0.0.0-test")
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +110,15 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 	if _, err := getNode("vn-foreign"); err != nil {
 		t.Errorf("another instance's node was touched: %v", err)
 	}
+	if _, err := getNode("vn-labelled"); err != nil {
+		t.Errorf("a node only labelled as this instance's was deleted: %v", err)
+	}
+	if _, err := getNode("vn-reused"); err != nil {
+		t.Errorf("a registered name now used by another instance was deleted: %v", err)
+	}
+	if names, err := v.registry().load(); err != nil || strings.Join(names, ",") != "vn-a,vn-b" {
+		t.Errorf("registered = %v %v, want vn-a,vn-b", names, err)
+	}
 	a, _ := getNode("vn-a")
 	if a.Labels["type"] != "virtual-kubelet" || a.Labels[virtualnodes.LabelInstance] != "unit" ||
 		a.Status.DaemonEndpoints.KubeletEndpoint.Port != 10260 || a.Status.Addresses[0].Address != "192.0.2.1" {
@@ -128,6 +150,9 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 	})
 	if _, err := getNode("vn-a"); err != nil {
 		t.Errorf("vn-a went too: %v", err)
+	}
+	if names, err := v.registry().load(); err != nil || strings.Join(names, ",") != "vn-a" {
+		t.Errorf("registered after removing vn-b = %v %v, want vn-a", names, err)
 	}
 	if _, err := client.CoordinationV1().Leases(v1.NamespaceNodeLease).Get(context.Background(), "vn-b", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("vn-b's lease: %v", err)
