@@ -345,6 +345,7 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	}
 	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
 	f.Readiness = eng.Readiness(ctx)
+	f.Runtime = eng.RuntimeFacts()
 	f.Pressure = h.resources.Load().pressure()
 	if errs := h.resources.Load().readinessErrors(); len(errs) > 0 {
 		f.Readiness.Errors = append(f.Readiness.Errors, errs...)

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"sync"
+
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // runtimeFeatures caches what the runtime reports it supports in its CRI
 // Status: per runtime handler, user namespaces; and the supplemental
 // groups policy. It is read on first need (a pod asking for such a
-// feature), never on the start path of other pods.
+// feature), never on the start path of other pods, and refreshed by every
+// Status call (the node status loop's).
 type runtimeFeatures struct {
 	mu     sync.Mutex
 	read   bool
@@ -28,13 +31,24 @@ func (m *Manager) loadFeatures(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("asking the runtime for its features: %w", err)
 	}
+	f.set(resp)
+	return nil
+}
+
+// storeFeatures refreshes the cache from a Status response.
+func (m *Manager) storeFeatures(resp *runtimeapi.StatusResponse) {
+	m.features.mu.Lock()
+	defer m.features.mu.Unlock()
+	m.features.set(resp)
+}
+
+func (f *runtimeFeatures) set(resp *runtimeapi.StatusResponse) {
 	f.userns = map[string]bool{}
 	for _, h := range resp.GetRuntimeHandlers() {
 		f.userns[h.GetName()] = h.GetFeatures().GetUserNamespaces()
 	}
 	f.sgp = resp.GetFeatures().GetSupplementalGroupsPolicy()
 	f.read = true
-	return nil
 }
 
 // SupportsUserNamespaces reports whether the runtime handler supports pods

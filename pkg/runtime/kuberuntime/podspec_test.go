@@ -40,6 +40,18 @@ type recordingRuntime struct {
 	stopDelay map[string]time.Duration
 	// execErr fails every exec with it; execCode is the exit code.
 	execErr error
+	// status, when set, is what Status answers (handlers, features).
+	status *runtimeapi.StatusResponse
+}
+
+func (r *recordingRuntime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	r.mu.Lock()
+	st := r.status
+	r.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	return r.FakeRuntimeService.Status(ctx, verbose)
 }
 
 func newRecordingRuntime() *recordingRuntime {
@@ -386,6 +398,27 @@ func TestRunAsNonRootChecksTheImageUser(t *testing.T) {
 				t.Errorf("waiting %+v, want %q", w, tc.wantErr)
 			}
 		})
+	}
+}
+
+// Regression: containerd 2 reports user namespace support, and the kubelet
+// then created the sandbox without any user namespace option, so a pod
+// asking for hostUsers: false silently shared the host's.
+func TestHostUsersFalseOnAUsernsRuntimeIsRefusedNotSilentlyShared(t *testing.T) {
+	e := newPSEnv(t, nil)
+	e.rs.status = &runtimeapi.StatusResponse{
+		Status:          &runtimeapi.RuntimeStatus{},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}}},
+	}
+	pod := basicPod()
+	pod.Spec.HostUsers = ptr.To(false)
+	r := e.sync(t, pod)
+	w := r.WaitingReasons()["app"]
+	if w.Reason != ReasonCreatePodSandboxError || w.Message != MessageUserNamespacesNotImplemented {
+		t.Errorf("hostUsers on a userns runtime: %+v (%s)", w, steps(r))
+	}
+	if len(e.rs.handlers) != 0 {
+		t.Errorf("a sandbox was created anyway")
 	}
 }
 

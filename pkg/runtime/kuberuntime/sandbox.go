@@ -117,6 +117,11 @@ func (m *Manager) runtimeHandler(ctx context.Context, pod *v1.Pod) (string, erro
 	return m.opts.PodSpec.RuntimeHandler(ctx, name)
 }
 
+// MessageUserNamespacesNotImplemented is why a pod with hostUsers: false
+// waits (CreatePodSandboxError) on a runtime handler that supports user
+// namespaces.
+const MessageUserNamespacesNotImplemented = "can't set `spec.hostUsers: false`: this kubelet does not allocate the user namespace ID mappings a pod needs"
+
 // createSandbox runs a new sandbox for pod and returns its ID, config and
 // pod IPs. Configuration problems come back as sandboxConfigError.
 func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32) (string, *runtimeapi.PodSandboxConfig, []string, error) {
@@ -140,6 +145,10 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 			}
 			return "", nil, nil, sandboxConfigError{errors.New(msg)}
 		}
+		// The runtime could (containerd 2 does), but a pod user namespace
+		// needs ID mappings the kubelet allocates per pod, and this one
+		// does not: without them the pod would silently share the host's.
+		return "", nil, nil, sandboxConfigError{errors.New(MessageUserNamespacesNotImplemented)}
 	}
 	m.reportDNSWarnings(ctx, pod, warns)
 	id, err := m.runtime.RunPodSandbox(ctx, cfg, handler)
