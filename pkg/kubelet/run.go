@@ -159,6 +159,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 
+	// The cgroup driver is the runtime's when it names one (cgroupdriver.go).
+	if err := useRuntimeCgroupDriver(ctx, cfg); err != nil {
+		return err
+	}
 	// The node's resources: the cgroup hierarchy the pods run in.
 	res, err := newNodeResources(ctx, cfg, s.RootDir, &ncfg, machine)
 	if err != nil {
