@@ -60,6 +60,7 @@ var Version = "v1.34.4+gokubelet"
 //  6. virtual nodes, when --virtual-nodes-config names any (virtual.go;
 //     with realNode: false they are all that runs).
 func Run(ctx context.Context, s *kubeletconfig.Settings) error {
+	setOwnOOMScoreAdj(klog.FromContext(ctx), s.Config.OOMScoreAdj) // oom.go
 	if !s.RunsRealNode() {
 		return runVirtualOnly(ctx, s) // virtual.go
 	}
