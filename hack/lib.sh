@@ -1,7 +1,7 @@
 # Shared helpers for the hack/ scripts. Sourced, not run.
 #
 # Per-instance layout (INSTANCE defaults to "node"; tests use "test"):
-#   /var/lib/gokubelet/$INST/containerd/{config.toml,root,opt,snapshotter}
+#   /var/lib/gokubelet/$INST/containerd/{config.toml,root,opt,snapshotter,flavor,bindir}
 #   /var/lib/gokubelet/$INST/cni/{net.d,ipam}
 #   /run/gokubelet/$INST/{containerd.sock,containerd.sock.ttrpc,containerd.pid}
 #   /run/gokubelet/$INST/containerd/state
@@ -47,24 +47,35 @@ gk_instance() {
   else
     GK_BRIDGE=gk-$(printf %s "$inst" | sha256sum | cut -c1-12)
   fi
-  # One private /16 per instance: fixed for the two well-known instances,
+  # One private /16 per instance: fixed for the well-known instances,
   # derived from the name otherwise (10.90-10.189; distinct names may collide).
   local octet
   case $inst in
     node) octet=88 ;;
     test) octet=89 ;;
+    test16) octet=87 ;; # the integration tier's pass on Debian's containerd 1.6
     *) octet=$((90 + $(printf %s "$inst" | cksum | cut -d' ' -f1) % 100)) ;;
   esac
   GK_POD_CIDR=10.$octet.0.0/16
   GK_POD_GW=10.$octet.0.1
 }
 
+# gk_ctr_bin: the ctr for this instance: the one built with its containerd
+# (hack/containerd.sh records where its binaries are), else the one on PATH.
+gk_ctr_bin() {
+  local dir
+  dir=$(cat "$GK_CTRD_DIR/bindir" 2>/dev/null || true)
+  if [ -n "$dir" ] && [ -x "$dir/ctr" ]; then echo "$dir/ctr"; else echo ctr; fi
+}
+
 # gk_ctr ARGS...: ctr against this instance's containerd.
-gk_ctr() { ctr --address "$GK_CTRD_SOCK" "$@"; }
+# containerd 2 warns on every call that cgroup v1 is deprecated (these
+# machines are cgroup v1; docs/environment.md says so once).
+gk_ctr() { CONTAINERD_SUPPRESS_DEPRECATION_WARNINGS=1 "$(gk_ctr_bin)" --address "$GK_CTRD_SOCK" "$@"; }
 
 # gk_ctrd_answers: true when this instance's containerd answers on its socket.
 gk_ctrd_answers() {
-  [ -S "$GK_CTRD_SOCK" ] && timeout 5 ctr --address "$GK_CTRD_SOCK" version >/dev/null 2>&1
+  [ -S "$GK_CTRD_SOCK" ] && timeout 5 "$(gk_ctr_bin)" --address "$GK_CTRD_SOCK" version >/dev/null 2>&1
 }
 
 # gk_ctrd_pid: prints the pid of this instance's containerd, if any. Trusts the

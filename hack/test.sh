@@ -5,7 +5,9 @@
 #
 #   unit          go vet, the README layout check, unit tests (and the CRI
 #                 runtime manager against the test containerd)
-#   integration   the kubelet binary against containerd (test/integration)
+#   integration   the kubelet binary against containerd (test/integration),
+#                 twice: on containerd 2.x (CONTAINERD_VERSION, instance
+#                 "test") and on Debian's containerd 1.6 (instance "test16")
 #   e2e           a real local cluster driven as a user would (test/e2e)
 #   conformance   the upstream e2e specs of test/conformance/subset.txt (specs
 #                 this kubelet passes) against it on the local cluster, with
@@ -33,8 +35,10 @@ stage() { # stage NAME: closes the previous stage's line, opens the next
 }
 wants() { [[ " $TIERS " == *" $1 "* ]]; }
 
-stage "dependencies (Debian packages: containerd, runc, CNI plugins, etcd, umoci, busybox)"
+stage "dependencies (Debian packages: containerd 1.6, runc, CNI plugins, etcd, umoci, busybox)"
 hack/install-deps.sh
+. hack/versions.sh
+if [ "$CONTAINERD_FLAVOR" = debian ]; then ctrd_name="Debian's containerd 1.6"; else ctrd_name="containerd $CONTAINERD_VERSION"; fi
 # The kubelets under test run with upstream's default hard eviction
 # thresholds (imagefs.available<15%, nodefs.available<10%) on this machine's
 # own disk. Below them the node is, correctly, under DiskPressure and rejects
@@ -50,7 +54,7 @@ if [ "$free_pct" -lt 16 ]; then
 elif [ "$free_pct" -lt 25 ]; then
   echo "== warning: the filesystem of /var/lib/gokubelet has only ${free_pct}% free; below 15% the kubelets under test are under DiskPressure and reject new pods as Evicted."
 fi
-stage "test containerd and local images"
+stage "test $ctrd_name and local images (the first run builds containerd from the Go module proxy: minutes; cached after)"
 hack/containerd.sh up test
 hack/images.sh test
 export GOKUBELET_CRI_ENDPOINT=unix://$(hack/containerd.sh socket test)
@@ -59,17 +63,18 @@ if wants e2e || wants conformance; then
   hack/build-upstream.sh kube-apiserver kube-controller-manager kube-scheduler
   stage "upstream kubelet for the takeover test (the first run builds it: minutes; cached after)"
   hack/build-upstream.sh kubelet
-  . hack/versions.sh
   export GOKUBELET_UPSTREAM_KUBELET=$UPSTREAM_CACHE/$KUBE_VERSION/bin/kubelet
 fi
 
 status=0
-# tier NAME GO-TEST-ARGS...: runs one Go test tier, logs it, remembers a failure.
+# tier NAME GO-TEST-ARGS...: runs one Go test tier, logs it, remembers a
+# failure. tier_env adds environment variables (KEY=value) for it.
+tier_env=()
 tier() {
   local name=$1
   shift
   set +e
-  go test -count=1 "$@" 2>&1 | tee "_output/test-$name.log"
+  env "${tier_env[@]}" go test -count=1 "$@" 2>&1 | tee "_output/test-$name.log"
   local rc=${PIPESTATUS[0]}
   set -e
   if [ "$rc" != 0 ]; then
@@ -85,8 +90,17 @@ if wants unit; then
   tier unit $(go list ./... | grep -v /test/) ./test/bench ./test/conformance/...
 fi
 if wants integration; then
-  stage "integration tests (the kubelet binary against containerd)"
+  stage "integration tests on $ctrd_name (the kubelet binary against containerd)"
   tier integration -p 1 -v -timeout 30m ./test/integration
+  # The same tier on Debian's containerd 1.6, still supported: its own
+  # instance (so "test" keeps 2.x), stopped afterwards (its images stay).
+  stage "integration tests on Debian's containerd 1.6 (instance test16)"
+  CONTAINERD_FLAVOR=debian hack/containerd.sh up test16
+  CONTAINERD_FLAVOR=debian hack/images.sh test16
+  tier_env=(CONTAINERD_FLAVOR=debian GOKUBELET_TEST_INSTANCE=test16 "GOKUBELET_CRI_ENDPOINT=unix://$(hack/containerd.sh socket test16)")
+  tier integration-containerd16 -p 1 -v -timeout 30m ./test/integration
+  tier_env=()
+  CONTAINERD_FLAVOR=debian hack/containerd.sh down test16 >/dev/null
 fi
 if wants e2e; then
   stage "end-to-end tests (a local cluster: etcd, kube-apiserver, controller-manager, scheduler, this kubelet)"

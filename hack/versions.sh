@@ -13,3 +13,10 @@ COREDNS_CACHE=${COREDNS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/coredns
 VK_VERSION=${VK_VERSION:-v1.13.0}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 CONTENDERS_CACHE=${CONTENDERS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/contenders}
+# The container runtime of make run/test/cluster/bench/conformance:
+# containerd built from the Go module proxy at CONTAINERD_VERSION
+# (hack/build-containerd.sh, cached in CONTAINERD_CACHE). CONTAINERD_FLAVOR=debian
+# runs Debian's containerd 1.6 (/usr/bin/containerd) instead.
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.4.2}
+CONTAINERD_CACHE=${CONTAINERD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/containerd}
+CONTAINERD_FLAVOR=${CONTAINERD_FLAVOR:-upstream}

@@ -62,6 +62,7 @@ var Version = "v1.34.4+gokubelet"
 //  6. virtual nodes, when --virtual-nodes-config names any (virtual.go;
 //     with realNode: false they are all that runs).
 func Run(ctx context.Context, s *kubeletconfig.Settings) error {
+	setOwnOOMScoreAdj(klog.FromContext(ctx), s.Config.OOMScoreAdj) // oom.go
 	if !s.RunsRealNode() {
 		return runVirtualOnly(ctx, s) // virtual.go
 	}
@@ -164,6 +165,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 
+	// The cgroup driver is the runtime's when it names one (cgroupdriver.go).
+	if err := useRuntimeCgroupDriver(ctx, cfg); err != nil {
+		return err
+	}
 	// The node's resources: the cgroup hierarchy the pods run in.
 	res, err := newNodeResources(ctx, cfg, s.RootDir, &ncfg, machine)
 	if err != nil {
@@ -351,6 +356,7 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	}
 	f.NodeInfo.ContainerRuntimeVersion = eng.RuntimeVersion(ctx)
 	f.Readiness = eng.Readiness(ctx)
+	f.Runtime = eng.RuntimeFacts()
 	f.Pressure = h.resources.Load().pressure()
 	f.Images = h.resources.Load().statusImages(ctx)
 	if errs := h.resources.Load().readinessErrors(); len(errs) > 0 {

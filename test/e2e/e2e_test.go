@@ -342,6 +342,21 @@ func TestNodeIsReadyWithItsFacts(t *testing.T) {
 	if !strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://") || info.KubeletVersion == "" || info.OSImage == "" || info.BootID == "" || info.MachineID == "" {
 		t.Errorf("nodeInfo incomplete: %+v", info)
 	}
+	// containerd 2 reports its runtime handlers and features (1.6 none):
+	// the default handler and runc, with recursive read-only mounts, and
+	// never user namespaces (this kubelet refuses hostUsers: false).
+	if strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://2.") || strings.HasPrefix(info.ContainerRuntimeVersion, "containerd://v2.") {
+		names := map[string]bool{}
+		for _, h := range n.Status.RuntimeHandlers {
+			names[h.Name] = true
+			if h.Features == nil || h.Features.RecursiveReadOnlyMounts == nil || h.Features.UserNamespaces == nil || *h.Features.UserNamespaces {
+				t.Errorf("runtime handler %q features %+v", h.Name, h.Features)
+			}
+		}
+		if !names[""] || !names["runc"] || n.Status.Features == nil || n.Status.Features.SupplementalGroupsPolicy == nil {
+			t.Errorf("containerd 2: runtimeHandlers %+v, features %+v", n.Status.RuntimeHandlers, n.Status.Features)
+		}
+	}
 	if n.Labels["kubernetes.io/hostname"] == "" || n.Labels["kubernetes.io/os"] != "linux" {
 		t.Errorf("labels: %v", n.Labels)
 	}

@@ -325,7 +325,7 @@ func TestPodSpecDNSAndHosts(t *testing.T) {
 }
 
 func TestPodSpecSecurity(t *testing.T) {
-	node(t)
+	nodeName := node(t)
 	ns := namespace(t)
 	status := `grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status`
 
@@ -406,9 +406,6 @@ func TestPodSpecSecurity(t *testing.T) {
 		{"apparmor", "AppArmor", func(p *v1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &v1.SecurityContext{AppArmorProfile: &v1.AppArmorProfile{Type: v1.AppArmorProfileTypeRuntimeDefault}}
 		}},
-		{"strict-groups", "SupplementalGroupsPolicyNotSupported", func(p *v1.Pod) {
-			p.Spec.SecurityContext = &v1.PodSecurityContext{SupplementalGroupsPolicy: ptr.To(v1.SupplementalGroupsPolicyStrict)}
-		}},
 	} {
 		p := testPod(tc.name)
 		tc.set(p)
@@ -419,15 +416,46 @@ func TestPodSpecSecurity(t *testing.T) {
 		}
 	}
 
-	// User namespaces: containerd 1.6 has none, containerd 2 has them but
-	// this kubelet gives no mappings yet; either way the pod says so.
+	// supplementalGroupsPolicy: Strict runs where the node reports that
+	// the runtime applies it (status.features: containerd 2), and the
+	// container's identity is in its status; elsewhere (containerd 1.6)
+	// it is refused with upstream's reason.
+	strict := testPod("strict-groups")
+	strict.Spec.SecurityContext = &v1.PodSecurityContext{
+		RunAsUser: ptr.To[int64](1000), RunAsGroup: ptr.To[int64](3000), SupplementalGroups: []int64{4000},
+		SupplementalGroupsPolicy: ptr.To(v1.SupplementalGroupsPolicyStrict),
+	}
+	create(t, ns, strict)
+	n, err := client.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := n.Status.Features; f != nil && f.SupplementalGroupsPolicy != nil && *f.SupplementalGroupsPolicy {
+		got := waitPod(t, ns, "strict-groups", "Running with Strict groups", running)
+		u := got.Status.ContainerStatuses[0].User
+		if u == nil || u.Linux == nil || u.Linux.UID != 1000 || u.Linux.GID != 3000 || !sameSet(int64s(u.Linux.SupplementalGroups), []string{"3000", "4000"}) {
+			t.Errorf("strict-groups: status user %+v, want uid 1000 gid 3000 groups [3000 4000]", u)
+		}
+	} else {
+		waitFailedWith(t, ns, "strict-groups", "SupplementalGroupsPolicyNotSupported")
+	}
+
+	// User namespaces: containerd 1.6 has none, and containerd 2's need ID
+	// mappings this kubelet does not allocate; either way the pod says so.
 	userns := testPod("userns")
 	userns.Spec.HostUsers = ptr.To(false)
 	create(t, ns, userns)
-	if got := waitWaiting(t, ns, "userns", "main", "CreatePodSandboxError"); !strings.Contains(got, "runtime does not support user namespaces") &&
-		!strings.Contains(got, "this kubelet does not support user namespaces yet") {
+	if got := waitWaiting(t, ns, "userns", "main", "CreatePodSandboxError"); !strings.Contains(got, "can't set `spec.hostUsers: false`") {
 		t.Errorf("hostUsers message %q", got)
 	}
+}
+
+func int64s(v []int64) []string {
+	out := make([]string, len(v))
+	for i, x := range v {
+		out[i] = fmt.Sprint(x)
+	}
+	return out
 }
 
 func sameSet(a, b []string) bool {

@@ -289,7 +289,7 @@ func TestKubeletKill9Under50PodsNoFlap(t *testing.T) {
 
 // containerdPidFile is where hack/containerd.sh keeps the test instance's
 // pid.
-const containerdPidFile = "/run/gokubelet/test/containerd.pid"
+func containerdPidFile() string { return "/run/gokubelet/" + framework.Instance() + "/containerd.pid" }
 
 // containerd is stopped (its containers keep running in their shims) and
 // started again: no pod loses its containers, nothing restarts, statuses
@@ -311,7 +311,7 @@ func TestContainerdRestartKeepsPods(t *testing.T) {
 	before := instances(t, ns, "app=ctrd")
 	w := watchFlaps(t, ns)
 
-	b, err := os.ReadFile(containerdPidFile)
+	b, err := os.ReadFile(containerdPidFile())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +331,7 @@ func TestContainerdRestartKeepsPods(t *testing.T) {
 		}
 		return !nodeReady(n), fmt.Sprint(n.Status.Conditions)
 	})
-	if err := framework.Script(repoRoot, nil, "hack/containerd.sh", "up", "test"); err != nil {
+	if err := framework.Script(repoRoot, nil, "hack/containerd.sh", "up", framework.Instance()); err != nil {
 		t.Fatal(err)
 	}
 	waitNodeReady(t, name, framework.WaitLimit)

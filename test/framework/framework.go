@@ -43,14 +43,28 @@ func RepoRoot() string {
 	return wd
 }
 
+// Instance is the project's containerd instance the tests bring up and
+// restart (GOKUBELET_TEST_INSTANCE, default "test"; hack/test.sh runs the
+// integration tier once more on instance "test16" with Debian's
+// containerd 1.6). Which containerd it runs is hack/containerd.sh's
+// CONTAINERD_FLAVOR, inherited from the environment.
+func Instance() string {
+	if i := os.Getenv("GOKUBELET_TEST_INSTANCE"); i != "" {
+		return i
+	}
+	return "test"
+}
+
 // CRIEndpoint is the test runtime's endpoint (GOKUBELET_CRI_ENDPOINT, or the
-// project's "test" containerd instance).
+// socket of Instance's containerd).
 func CRIEndpoint() string {
 	if e := os.Getenv("GOKUBELET_CRI_ENDPOINT"); e != "" {
 		return e
 	}
-	return defaultEndpoint
+	return instanceEndpoint()
 }
+
+func instanceEndpoint() string { return "unix:///run/gokubelet/" + Instance() + "/containerd.sock" }
 
 // Script runs a hack/ script (a path relative to the repository root) in
 // the repository root; env entries (KEY=value) are added to its environment.
@@ -68,7 +82,7 @@ func Script(root string, env []string, args ...string) error {
 // kubelet into dir and connects to the runtime. Both scripts are idempotent
 // and quick when everything is in place.
 func Setup(root, dir string) (kubeletBin string, rt cri.RuntimeService, err error) {
-	for _, args := range [][]string{{"hack/containerd.sh", "up", "test"}, {"hack/images.sh", "test"}} {
+	for _, args := range [][]string{{"hack/containerd.sh", "up", Instance()}, {"hack/images.sh", Instance()}} {
 		if err := Script(root, nil, args...); err != nil {
 			return "", nil, err
 		}
@@ -97,20 +111,18 @@ func Setup(root, dir string) (kubeletBin string, rt cri.RuntimeService, err erro
 // that instance is restarted once and cleared again.
 func ClearRuntime(rt cri.RuntimeService) error {
 	err := clearRuntime(rt)
-	if err == nil || CRIEndpoint() != defaultEndpoint {
+	if err == nil || CRIEndpoint() != instanceEndpoint() {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "framework: clearing the runtime failed (%v); restarting the test containerd\n", err)
 	root := RepoRoot()
-	for _, args := range [][]string{{"hack/containerd.sh", "down", "test"}, {"hack/containerd.sh", "up", "test"}, {"hack/images.sh", "test"}} {
+	for _, args := range [][]string{{"hack/containerd.sh", "down", Instance()}, {"hack/containerd.sh", "up", Instance()}, {"hack/images.sh", Instance()}} {
 		if serr := Script(root, nil, args...); serr != nil {
 			return fmt.Errorf("%v; then restarting containerd: %w", err, serr)
 		}
 	}
 	return clearRuntime(rt)
 }
-
-const defaultEndpoint = "unix:///run/gokubelet/test/containerd.sock"
 
 func clearRuntime(rt cri.RuntimeService) error {
 	ctx := context.Background()

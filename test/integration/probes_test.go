@@ -149,7 +149,10 @@ func TestLivenessProbeFailureRestartsContainer(t *testing.T) {
 func TestLivenessFailureUnderNeverUsesTheProbeGracePeriod(t *testing.T) {
 	n := startNode(t)
 	// The container ignores SIGTERM; the pod's grace period is a minute,
-	// the probe's two seconds.
+	// the probe's two seconds. The startup probe holds the liveness probe
+	// back until the server listens: a liveness failure before that
+	// (connection refused) killed the container before it ignored SIGTERM,
+	// and it exited 2 instead of being SIGKILLed (seen on containerd 1.6).
 	n.writeManifest("never.yaml", manifest("never", `  restartPolicy: Never
   terminationGracePeriodSeconds: 60
   containers:
@@ -157,6 +160,12 @@ func TestLivenessFailureUnderNeverUsesTheProbeGracePeriod(t *testing.T) {
     image: gokubelet.local/testimage:1.0
     imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "touch /tmp/unhealthy; exec /testserver --http-port=8080 --ignore-term"]
+    startupProbe:
+      httpGet:
+        path: /status/200
+        port: 8080
+      periodSeconds: 1
+      failureThreshold: 30
     livenessProbe:
       httpGet:
         path: /healthz

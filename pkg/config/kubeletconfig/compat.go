@@ -58,7 +58,6 @@ var CompatFlagFields = map[string]string{
 	"make-iptables-util-chains":       "makeIPTablesUtilChains",
 	"max-open-files":                  "maxOpenFiles",
 	"memory-manager-policy":           "memoryManagerPolicy",
-	"oom-score-adj":                   "oomScoreAdj",
 	"pod-cidr":                        "podCIDR",
 	"pods-per-core":                   "podsPerCore",
 	"protect-kernel-defaults":         "protectKernelDefaults",

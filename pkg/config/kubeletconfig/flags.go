@@ -103,6 +103,7 @@ var ConfigFlagNames = map[string]string{
 	"runtime-request-timeout":                    "runtimeRequestTimeout",
 	"streaming-connection-idle-timeout":          "streamingConnectionIdleTimeout",
 	"node-status-max-images":                     "nodeStatusMaxImages",
+	"oom-score-adj":                              "oomScoreAdj",
 	"serialize-image-pulls":                      "serializeImagePulls",
 	"node-status-update-frequency":               "nodeStatusUpdateFrequency",
 	"event-qps":                                  "eventRecordQPS",
@@ -283,6 +284,8 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 		d.NodeStatusMaxImages = ptr.To(*s.NodeStatusMaxImages)
 	})
 	fs.Int32Var(c.NodeStatusMaxImages, "node-status-max-images", *c.NodeStatusMaxImages, "Maximum number of images reported in the node's status.images (nodeStatusMaxImages); -1: no limit.")
+	o.bind("oom-score-adj", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.OOMScoreAdj = ptr.To(*s.OOMScoreAdj) })
+	fs.Int32Var(c.OOMScoreAdj, "oom-score-adj", *c.OOMScoreAdj, "The oom_score_adj the kubelet sets for its own process, -1000 to 1000 (oomScoreAdj); a refusal by the kernel is a warning.")
 	o.bind("streaming-connection-idle-timeout", func(d, s *kubeletv1beta1.KubeletConfiguration) {
 		d.StreamingConnectionIdleTimeout = s.StreamingConnectionIdleTimeout
 	})

@@ -56,6 +56,8 @@ var ImplementedFields = []string{
 	"podLogsDir", "containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval", "logging",
 	// Stats.
 	"volumeStatsAggPeriod",
+	// The kubelet process itself (pkg/kubelet/oom.go).
+	"oomScoreAdj",
 	// Feature gates (see FeatureGateWarnings for the gates acted on).
 	"featureGates",
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/node"
@@ -135,6 +136,9 @@ type Engine struct {
 	housekeepingRuns int
 	// loopHeartbeat is the unix nano time of the last sync loop iteration.
 	loopHeartbeat atomic.Int64
+	// runtimeFacts are the runtime's handlers and features as of the last
+	// readiness check that reached it.
+	runtimeFacts atomic.Pointer[nodestatus.RuntimeFacts]
 }
 
 // New builds the engine and attaches it to the core as its Lifecycle.
@@ -241,11 +245,41 @@ func (e *Engine) Readiness(ctx context.Context) nodestatus.Readiness {
 	if err != nil {
 		r.RuntimeReady, r.NetworkReady = false, true // the network's state is unknown
 		r.Errors = append(r.Errors, fmt.Sprintf("container runtime status check failed: %v", err))
+	} else {
+		e.runtimeFacts.Store(nodeRuntimeFacts(st))
 	}
 	if err := e.pleg.Healthy(); err != nil {
 		r.Errors = append(r.Errors, "PLEG is not healthy: "+err.Error())
 	}
 	return r
+}
+
+// RuntimeFacts are the runtime's handlers and features for the Node's
+// status, as of the last Readiness call that reached the runtime; nil
+// before one did.
+func (e *Engine) RuntimeFacts() *nodestatus.RuntimeFacts { return e.runtimeFacts.Load() }
+
+// nodeRuntimeFacts maps what the runtime reports to the Node's
+// runtimeHandlers and features. A handler's userNamespaces is false
+// whatever the runtime says: a pod user namespace needs ID mappings this
+// kubelet does not allocate, so such pods are refused here (see
+// kuberuntime.RefusedUserNamespacesNotImplemented), and the node must not
+// advertise them.
+func nodeRuntimeFacts(st container.RuntimeStatus) *nodestatus.RuntimeFacts {
+	f := &nodestatus.RuntimeFacts{}
+	for _, h := range st.Handlers {
+		f.Handlers = append(f.Handlers, v1.NodeRuntimeHandler{
+			Name: h.Name,
+			Features: &v1.NodeRuntimeHandlerFeatures{
+				RecursiveReadOnlyMounts: ptr.To(h.RecursiveReadOnlyMounts),
+				UserNamespaces:          ptr.To(false),
+			},
+		})
+	}
+	if st.Features != nil {
+		f.Features = &v1.NodeFeatures{SupplementalGroupsPolicy: ptr.To(st.Features.SupplementalGroupsPolicy)}
+	}
+	return f
 }
 
 // HealthChecks are the engine's liveness checks for /healthz: the sync

@@ -94,10 +94,22 @@ type Facts struct {
 	// Readiness and Pressure feed the Ready and pressure conditions.
 	Readiness Readiness
 	Pressure  Pressure
+	// Runtime is what the container runtime supports, for the Node's
+	// runtimeHandlers and features; nil when unknown (the last reported
+	// stay).
+	Runtime *RuntimeFacts
 	// Conditions are further conditions the node reports about itself
 	// (a virtual node's provider may have its own), after the four the
 	// kubelet owns; conditions of those four types are ignored here.
 	Conditions []v1.NodeCondition
+}
+
+// RuntimeFacts are the runtime's handlers and features as the Node reports
+// them (status.runtimeHandlers, status.features); nil Features clear the
+// field.
+type RuntimeFacts struct {
+	Handlers []v1.NodeRuntimeHandler
+	Features *v1.NodeFeatures
 }
 
 // FactsProvider gives a node's facts, at registration and at every status
@@ -213,7 +225,7 @@ func Addresses(cfg *Config, m machineinfo.Info) []v1.NodeAddress {
 // Conditions keep their lastTransitionTime unless their status changes;
 // lastHeartbeatTime is now on every call. Fields it does not own (volumes,
 // config) are left as they are, and so are the images when the facts have
-// none.
+// none, and runtimeHandlers and features while the runtime's are unknown.
 func SetStatus(node *v1.Node, cfg *Config, f Facts, now metav1.Time) {
 	node.Status.Capacity = f.Capacity
 	node.Status.Allocatable = f.Allocatable
@@ -228,6 +240,10 @@ func SetStatus(node *v1.Node, cfg *Config, f Facts, now metav1.Time) {
 	node.Status.NodeInfo.KubeletVersion = cfg.KubeletVersion
 	if node.Status.NodeInfo.ContainerRuntimeVersion == "" {
 		node.Status.NodeInfo.ContainerRuntimeVersion = runtimeVersion
+	}
+	if f.Runtime != nil {
+		node.Status.RuntimeHandlers = f.Runtime.Handlers
+		node.Status.Features = f.Runtime.Features
 	}
 	desired := desiredConditions(f.Capacity, f.Readiness, f.Pressure)
 	for _, c := range f.Conditions {

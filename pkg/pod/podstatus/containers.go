@@ -183,6 +183,10 @@ func fromRuntime(c *container.Status, prev *v1.ContainerStatus, runtimeType stri
 		ImageID:      c.ImageRef,
 		ContainerID:  id,
 	}
+	if c.User != nil {
+		// As upstream: the identity the runtime reports (supplementalGroupsPolicy).
+		st.User = &v1.ContainerUser{Linux: &v1.LinuxContainerUser{UID: c.User.UID, GID: c.User.GID, SupplementalGroups: c.User.SupplementalGroups}}
+	}
 	switch {
 	case c.State == container.StateRunning:
 		st.State.Running = &v1.ContainerStateRunning{StartedAt: timeOrZero(c.StartedAt)}

@@ -143,4 +143,23 @@ type RuntimeStatus struct {
 	NetworkReady bool
 	// Errors explain, one sentence each, what is not ready.
 	Errors []string
+	// Handlers are the runtime handlers the runtime reports with their
+	// features (CRI Status; containerd 1.6 reports none), the default
+	// handler under the name "". Features are the runtime's own features;
+	// nil when it reports none.
+	Handlers []RuntimeHandler
+	Features *RuntimeFeatures
+}
+
+// RuntimeHandler is one runtime handler (a RuntimeClass's handler) and what
+// it supports.
+type RuntimeHandler struct {
+	Name                    string
+	RecursiveReadOnlyMounts bool
+	UserNamespaces          bool
+}
+
+// RuntimeFeatures are features of the runtime as a whole.
+type RuntimeFeatures struct {
+	SupplementalGroupsPolicy bool
 }

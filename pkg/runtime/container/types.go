@@ -50,6 +50,15 @@ type Status struct {
 	RestartCount int
 	// SandboxID is the sandbox this instance belongs to.
 	SandboxID string
+	// User is the identity the container's process runs with, as the
+	// runtime reports it (containerd 2 does; nil when unreported).
+	User *LinuxUser
+}
+
+// LinuxUser is a container process's user and groups.
+type LinuxUser struct {
+	UID, GID           int64
+	SupplementalGroups []int64
 }
 
 // SandboxStatus is one pod sandbox instance.

@@ -6,12 +6,14 @@ import (
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // runtimeFeatures caches what the runtime reports it supports in its CRI
 // Status: per runtime handler, user namespaces and recursive read-only
 // mounts; and the supplemental groups policy. It is read on first need (a pod asking for such a
-// feature), never on the start path of other pods.
+// feature), never on the start path of other pods, and refreshed by every
+// Status call (the node status loop's).
 type runtimeFeatures struct {
 	mu     sync.Mutex
 	read   bool
@@ -31,6 +33,18 @@ func (m *Manager) loadFeatures(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("asking the runtime for its features: %w", err)
 	}
+	f.set(resp)
+	return nil
+}
+
+// storeFeatures refreshes the cache from a Status response.
+func (m *Manager) storeFeatures(resp *runtimeapi.StatusResponse) {
+	m.features.mu.Lock()
+	defer m.features.mu.Unlock()
+	m.features.set(resp)
+}
+
+func (f *runtimeFeatures) set(resp *runtimeapi.StatusResponse) {
 	f.userns, f.rro = map[string]bool{}, map[string]bool{}
 	for _, h := range resp.GetRuntimeHandlers() {
 		f.userns[h.GetName()] = h.GetFeatures().GetUserNamespaces()
@@ -38,7 +52,6 @@ func (m *Manager) loadFeatures(ctx context.Context) error {
 	}
 	f.sgp = resp.GetFeatures().GetSupplementalGroupsPolicy()
 	f.read = true
-	return nil
 }
 
 // SupportsUserNamespaces reports whether the runtime handler supports pods
@@ -51,6 +64,17 @@ func (m *Manager) SupportsUserNamespaces(ctx context.Context, handler string) (b
 	m.features.mu.Lock()
 	defer m.features.mu.Unlock()
 	return m.features.userns[handler], nil
+}
+
+// SupportsSupplementalGroupsPolicy reports whether the runtime applies
+// supplementalGroupsPolicy (Strict needs it).
+func (m *Manager) SupportsSupplementalGroupsPolicy(ctx context.Context) (bool, error) {
+	if err := m.loadFeatures(ctx); err != nil {
+		return false, err
+	}
+	m.features.mu.Lock()
+	defer m.features.mu.Unlock()
+	return m.features.sgp, nil
 }
 
 // SupportsRecursiveReadOnlyMounts reports whether the runtime handler
@@ -73,15 +97,4 @@ func (m *Manager) PodSupportsRecursiveReadOnlyMounts(ctx context.Context, pod *v
 		return false, err
 	}
 	return m.SupportsRecursiveReadOnlyMounts(ctx, handler)
-}
-
-// SupportsSupplementalGroupsPolicy reports whether the runtime applies
-// supplementalGroupsPolicy (Strict needs it).
-func (m *Manager) SupportsSupplementalGroupsPolicy(ctx context.Context) (bool, error) {
-	if err := m.loadFeatures(ctx); err != nil {
-		return false, err
-	}
-	m.features.mu.Lock()
-	defer m.features.mu.Unlock()
-	return m.features.sgp, nil
 }

@@ -42,14 +42,20 @@ type recordingRuntime struct {
 	execErr error
 	// statusHandlers are the runtime handlers Status reports.
 	statusHandlers []*runtimeapi.RuntimeHandler
+	// status, when set, is what Status answers (handlers, features).
+	status *runtimeapi.StatusResponse
 }
 
 func (r *recordingRuntime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
+	r.mu.Lock()
+	st, hs := r.status, r.statusHandlers
+	r.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
 	resp, err := r.FakeRuntimeService.Status(ctx, verbose)
-	if err == nil {
-		r.mu.Lock()
-		resp.RuntimeHandlers = r.statusHandlers
-		r.mu.Unlock()
+	if err == nil && hs != nil {
+		resp.RuntimeHandlers = hs
 	}
 	return resp, err
 }
@@ -398,6 +404,27 @@ func TestRunAsNonRootChecksTheImageUser(t *testing.T) {
 				t.Errorf("waiting %+v, want %q", w, tc.wantErr)
 			}
 		})
+	}
+}
+
+// Regression: containerd 2 reports user namespace support, and the kubelet
+// then created the sandbox without any user namespace option, so a pod
+// asking for hostUsers: false silently shared the host's.
+func TestHostUsersFalseOnAUsernsRuntimeIsRefusedNotSilentlyShared(t *testing.T) {
+	e := newPSEnv(t, nil)
+	e.rs.status = &runtimeapi.StatusResponse{
+		Status:          &runtimeapi.RuntimeStatus{},
+		RuntimeHandlers: []*runtimeapi.RuntimeHandler{{Name: "", Features: &runtimeapi.RuntimeHandlerFeatures{UserNamespaces: true}}},
+	}
+	pod := basicPod()
+	pod.Spec.HostUsers = ptr.To(false)
+	r := e.sync(t, pod)
+	w := r.WaitingReasons()["app"]
+	if w.Reason != ReasonCreatePodSandboxError || w.Message != RefusedUserNamespacesNotImplemented {
+		t.Errorf("hostUsers on a userns runtime: %+v (%s)", w, steps(r))
+	}
+	if len(e.rs.handlers) != 0 {
+		t.Errorf("a sandbox was created anyway")
 	}
 }
 

@@ -155,6 +155,9 @@ func (m *Manager) containerStatus(ctx context.Context, c *runtimeapi.Container) 
 	if out.Image == "" {
 		out.Image = st.GetImage().GetImage()
 	}
+	if u := st.GetUser().GetLinux(); u != nil {
+		out.User = &container.LinuxUser{UID: u.GetUid(), GID: u.GetGid(), SupplementalGroups: u.GetSupplementalGroups()}
+	}
 	if st.GetStartedAt() > 0 {
 		out.StartedAt = time.Unix(0, st.GetStartedAt())
 	}
