@@ -88,7 +88,7 @@ disabled_plugins = [
     path = "$GK_CTRD_DIR/opt"
 
   [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "registry.k8s.io/pause:3.10.1"
+    sandbox_image = "registry.k8s.io/pause:3.10.2"
     # Negative oom_score_adj is refused on these machines, even for root.
     restrict_oom_score_adj = true
     disable_tcp_service = true
