@@ -99,7 +99,9 @@ func TestHelpListsEveryFlag(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	out, _, err := execute(t, noRun(t), "--version")
-	if err != nil || out != "kubelet v0.1.0-dev\n" {
+	// The upstream form, which kubeadm's preflight parses
+	// (^\s*Kubernetes v(\d+\.\d+\.\d+[-\w.+]*)\s*$).
+	if err != nil || out != "Kubernetes v1.37.2+gokubelet.0.1.0-dev\n" {
 		t.Errorf("got %q, %v", out, err)
 	}
 }

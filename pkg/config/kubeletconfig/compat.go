@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gokubelet/kubelet/pkg/upstream"
 )
 
 // upstreamVersion is the upstream kubelet whose flags, fields and feature
 // gates this kubelet follows.
-const upstreamVersion = "v1.34.4"
+const upstreamVersion = upstream.Version
 
 //go:embed upstream_flags.txt
 var upstreamFlagsText string
@@ -27,7 +29,7 @@ type UpstreamFlag struct {
 	Deprecated bool
 }
 
-// UpstreamFlags returns the flags of the upstream kubelet v1.34.4.
+// UpstreamFlags returns the flags of the upstream kubelet (upstreamVersion).
 func UpstreamFlags() []UpstreamFlag {
 	var out []UpstreamFlag
 	for _, line := range strings.Split(upstreamFlagsText, "\n") {
