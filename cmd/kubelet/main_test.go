@@ -241,21 +241,21 @@ func TestUpstreamFlagsAcceptedWithWarning(t *testing.T) {
 func TestFeatureGates(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "k.yaml")
-	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  KubeletPSI: false\n  LoggingBetaOptions: false\n  ImageVolume: false\n"), 0o600)
+	os.WriteFile(cfg, []byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nfeatureGates:\n  KubeletCrashLoopBackOffMax: false\n  LoggingBetaOptions: false\n  CRIListStreaming: false\n"), 0o600)
 	var got *kubeletconfig.Settings
 	run := func(_ context.Context, s *kubeletconfig.Settings) error { got = s; return nil }
-	if _, _, err := execute(t, run, "--config", cfg, "--hostname-override=n1", "--root-dir", dir, "--feature-gates=ImageVolume=true"); err != nil {
+	if _, _, err := execute(t, run, "--config", cfg, "--hostname-override=n1", "--root-dir", dir, "--feature-gates=CRIListStreaming=true"); err != nil {
 		t.Fatal(err)
 	}
-	if got.FeatureGates.Enabled("KubeletPSI") || got.FeatureGates.Enabled("LoggingBetaOptions") || !got.FeatureGates.Enabled("ImageVolume") {
-		t.Errorf("effective gates wrong: KubeletPSI=%v LoggingBetaOptions=%v ImageVolume=%v", got.FeatureGates.Enabled("KubeletPSI"),
-			got.FeatureGates.Enabled("LoggingBetaOptions"), got.FeatureGates.Enabled("ImageVolume"))
+	if got.FeatureGates.Enabled("KubeletCrashLoopBackOffMax") || got.FeatureGates.Enabled("LoggingBetaOptions") || !got.FeatureGates.Enabled("CRIListStreaming") {
+		t.Errorf("effective gates wrong: KubeletCrashLoopBackOffMax=%v LoggingBetaOptions=%v CRIListStreaming=%v", got.FeatureGates.Enabled("KubeletCrashLoopBackOffMax"),
+			got.FeatureGates.Enabled("LoggingBetaOptions"), got.FeatureGates.Enabled("CRIListStreaming"))
 	}
-	if got.Config.FeatureGates["ImageVolume"] != true {
+	if got.Config.FeatureGates["CRIListStreaming"] != true {
 		t.Errorf("the flag's gate is not in the effective configuration: %v", got.Config.FeatureGates)
 	}
 	warned := strings.Join(got.Warnings, "\n")
-	for _, w := range []string{"KubeletPSI=false", "ImageVolume=true"} {
+	for _, w := range []string{"KubeletCrashLoopBackOffMax=false", "CRIListStreaming=true"} {
 		if !strings.Contains(warned, w) {
 			t.Errorf("no warning about %s:\n%s", w, warned)
 		}
