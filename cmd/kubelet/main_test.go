@@ -263,7 +263,7 @@ func TestFeatureGates(t *testing.T) {
 	if strings.Contains(warned, "LoggingBetaOptions") {
 		t.Errorf("a gate this kubelet acts on was warned about:\n%s", warned)
 	}
-	for _, bad := range []string{"--feature-gates=NoSuchGate=true", "--feature-gates=SidecarContainers=false"} {
+	for _, bad := range []string{"--feature-gates=NoSuchGate=true", "--feature-gates=KubeletPSI=false"} {
 		_, _, err := execute(t, noRun(t), "--hostname-override=n1", bad)
 		if err == nil {
 			t.Errorf("%s was accepted", bad)
