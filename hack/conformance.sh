@@ -268,6 +268,10 @@ for i in $(seq 1 240); do
   [ "$i" -lt 240 ] || { tail -n 30 "$OUT/kubelet.log" >&2; gk_die "node $NODE_NAME not Ready within 120s; log: $OUT/kubelet.log"; }
   sleep 0.5
 done
+# kube-proxy (1.37) exits when its Node object is deleted (pkg/proxy's
+# NodeManager), as it was above for a fresh Node: start it again now that the
+# kubelet registered the node (cluster.sh up starts only what is not running).
+CLUSTER_NODE=0 hack/cluster.sh up >/dev/null 9>&-
 for i in $(seq 1 120); do
   curl -fsS "http://127.0.0.1:$KUBE_PROXY_HEALTHZ_PORT/healthz" >/dev/null 2>&1 && break
   [ "$i" -lt 120 ] || gk_die "kube-proxy not healthy within 60s; log: $CLUSTER_LOG_DIR/kube-proxy.log"

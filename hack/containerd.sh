@@ -124,7 +124,7 @@ config_v2() {
   cat <<EOF
 
   [plugins."io.containerd.grpc.v1.cri"]
-    sandbox_image = "registry.k8s.io/pause:3.10.1"
+    sandbox_image = "registry.k8s.io/pause:$PAUSE_VERSION"
     # Negative oom_score_adj is refused on these machines, even for root.
     restrict_oom_score_adj = true
     disable_tcp_service = true
@@ -164,7 +164,7 @@ config_v3() {
     snapshotter = "$1"
 
     [plugins."io.containerd.cri.v1.images".pinned_images]
-      sandbox = "registry.k8s.io/pause:3.10.1"
+      sandbox = "registry.k8s.io/pause:$PAUSE_VERSION"
 
   [plugins."io.containerd.cri.v1.runtime"]
     # Negative oom_score_adj is refused on these machines, even for root.

@@ -27,17 +27,21 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
 
 E2E=registry.k8s.io/e2e-test-images
-# name:tag of each image; the tags are those of the pinned manifest.go.
+# The tags of the pinned version's test/utils/image/manifest.go (initImageConfigs).
+AGNHOST_TAG=2.66.1
+BUSYBOX_TAG=1.37.0-2
+NONROOT_TAG=1.5
+NONEWPRIVS_TAG=1.4
+NGINX_TAG=1.27.0-2     # Nginx: nginx:1.27-alpine
+NGINX_NEW_TAG=1.28.0-2 # NginxNew: nginx:1.28-alpine
+# name:tag of each image the conformance specs use.
 IMAGES=(
-  "$E2E/agnhost:2.56"
-  "$E2E/busybox:1.37.0-1"
-  "$E2E/nonroot:1.4"
-  "$E2E/nonewprivs:1.3"
-  "$E2E/nginx:1.14-4"
-  "$E2E/nginx:1.15-4"
-  "$E2E/httpd:2.4.38-4"
-  "$E2E/httpd:2.4.39-4"
-  "$E2E/jessie-dnsutils:1.7"
+  "$E2E/agnhost:$AGNHOST_TAG"
+  "$E2E/busybox:$BUSYBOX_TAG"
+  "$E2E/nonroot:$NONROOT_TAG"
+  "$E2E/nonewprivs:$NONEWPRIVS_TAG"
+  "$E2E/nginx:$NGINX_TAG"
+  "$E2E/nginx:$NGINX_NEW_TAG"
 )
 if [ "${1:-}" = --list ]; then
   printf '%s\n' "${IMAGES[@]}"
@@ -54,7 +58,7 @@ mkdir -p "$work"
 BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin
 
 # Tools copied into the images, from Debian packages installed on this machine.
-TOOL_PKGS=(bash curl bind9-dnsutils netcat-openbsd iproute2 iperf umoci)
+TOOL_PKGS=(bash curl bind9-dnsutils netcat-openbsd iproute2 iperf socat umoci)
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 need=()
 for p in "${TOOL_PKGS[@]}"; do installed "$p" || need+=("$p"); done
@@ -164,9 +168,11 @@ PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 # ---- the images --------------------------------------------------------------
 
 # agnhost: upstream is alpine 3.21 with bind-tools, curl, netcat-openbsd,
-# iproute2, iperf and bash, /coredns, the porter's certificate, /uploads,
-# /agnhost and /agnhost-2, and the user/group the supplemental-groups tests
-# expect.
+# iproute2, iperf, bash, util-linux-misc and socat, /coredns, the porter's
+# certificate, /uploads, /agnhost and /agnhost-2, and the user/group the
+# supplemental-groups tests expect. Not here: util-linux-misc, and the fake
+# registry's content in /var/registry (upstream pulls it from registries at
+# image build time; no registry is reachable here).
 build_agnhost() {
   local r=$work/agnhost.rootfs
   base_busybox "$r" etc-alpine
@@ -179,6 +185,7 @@ build_agnhost() {
   copy_bin "$r" /bin/ip /sbin/ip
   copy_bin "$r" /bin/ss /usr/sbin/ss
   copy_bin "$r" /usr/bin/iperf
+  copy_bin "$r" /usr/bin/socat
   ln -s /usr/bin/iperf "$r/usr/local/bin/iperf"
   install -m 0755 "$COREDNS_BIN" "$r/coredns"
   install -m 0755 "$BIN/agnhost" "$r/agnhost"
@@ -196,7 +203,7 @@ build_agnhost() {
   echo 'user-defined-in-image:!::0:::::' >>"$r/etc/shadow"
   mkdir -p "$r/home/user-defined-in-image"
   chown 1000:1000 "$r/home/user-defined-in-image"
-  oci_image agnhost 2.56 "$r" "$work/agnhost-2.56.tar" \
+  oci_image agnhost "$AGNHOST_TAG" "$r" "$work/agnhost-$AGNHOST_TAG.tar" \
     --config.entrypoint /agnhost --config.cmd pause --config.env "$PATH_ENV" \
     --config.exposedports 80/tcp --config.exposedports 8080/tcp --config.exposedports 8081/tcp \
     --config.exposedports 9376/tcp --config.exposedports 5000/tcp
@@ -206,7 +213,7 @@ build_agnhost() {
 build_busybox() {
   local r=$work/busybox.rootfs
   base_busybox "$r" etc-busybox
-  oci_image busybox 1.37.0-1 "$r" "$work/busybox-1.37.0-1.tar" --config.cmd sh --config.env "$PATH_ENV"
+  oci_image busybox "$BUSYBOX_TAG" "$r" "$work/busybox-$BUSYBOX_TAG.tar" --config.cmd sh --config.env "$PATH_ENV"
 }
 
 # nonroot: upstream is debian-base (bookworm) with USER 1234.
@@ -214,7 +221,7 @@ build_nonroot() {
   local r=$work/nonroot.rootfs
   base_busybox "$r" etc-debian
   copy_bin "$r" /bin/bash /bin/bash
-  oci_image nonroot 1.4 "$r" "$work/nonroot-1.4.tar" --config.cmd /bin/bash --config.user 1234 --config.env "$PATH_ENV"
+  oci_image nonroot "$NONROOT_TAG" "$r" "$work/nonroot-$NONROOT_TAG.tar" --config.cmd /bin/bash --config.user 1234 --config.env "$PATH_ENV"
 }
 
 # nonewprivs: upstream is alpine with /usr/local/bin/nnp (setuid, setgid root), cmd nnp.
@@ -222,7 +229,7 @@ build_nonewprivs() {
   local r=$work/nonewprivs.rootfs
   base_busybox "$r" etc-alpine
   install -m 6755 -o 0 -g 0 "$BIN/nonewprivs" "$r/usr/local/bin/nnp"
-  oci_image nonewprivs 1.3 "$r" "$work/nonewprivs-1.3.tar" --config.cmd nnp --config.env "$PATH_ENV"
+  oci_image nonewprivs "$NONEWPRIVS_TAG" "$r" "$work/nonewprivs-$NONEWPRIVS_TAG.tar" --config.cmd nnp --config.env "$PATH_ENV"
 }
 
 # nginx: upstream is nginx:<version>-alpine: nginx in the foreground, user
@@ -249,45 +256,14 @@ build_nginx() {
     --config.env "NGINX_VERSION=$version" --config.exposedports 80/tcp --config.stopsignal SIGTERM
 }
 
-# httpd: upstream is httpd:<version>-alpine: httpd-foreground in
-# /usr/local/apache2, stop signal SIGWINCH, "It works!". Here busybox httpd
-# serves it (images/e2e/httpd/httpd-foreground).
-build_httpd() {
-  local tag=$1 version=$2 r=$work/httpd-$1.rootfs
-  base_busybox "$r" etc-alpine
-  mkdir -p "$r/usr/local/apache2/htdocs" "$r/usr/local/apache2/logs"
-  install -m 0644 "$SRC/httpd/index.html" "$r/usr/local/apache2/htdocs/index.html"
-  install -m 0755 "$SRC/httpd/httpd-foreground" "$r/usr/local/bin/httpd-foreground"
-  oci_image httpd "$tag" "$r" "$work/httpd-$tag.tar" \
-    --config.cmd httpd-foreground --config.workingdir /usr/local/apache2 \
-    --config.env "PATH=/usr/local/apache2/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-    --config.env HTTPD_PREFIX=/usr/local/apache2 --config.env "HTTPD_VERSION=$version" \
-    --config.exposedports 80/tcp --config.stopsignal SIGWINCH
-}
-
-# jessie-dnsutils: upstream is debian:jessie with dnsutils and /coredns.
-build_jessie_dnsutils() {
-  local r=$work/jessie-dnsutils.rootfs
-  base_busybox "$r" etc-debian
-  copy_bin "$r" /bin/bash /bin/bash
-  copy_bin "$r" /usr/bin/dig
-  copy_bin "$r" /usr/bin/host
-  copy_bin "$r" /usr/bin/nslookup
-  install -m 0755 "$COREDNS_BIN" "$r/coredns"
-  oci_image jessie-dnsutils 1.7 "$r" "$work/jessie-dnsutils-1.7.tar" --config.cmd bash --config.env "$PATH_ENV"
-}
-
 build() {
   echo "e2e-images: building ${#IMAGES[@]} images into $work" >&2
   build_agnhost
   build_busybox
   build_nonroot
   build_nonewprivs
-  build_nginx 1.14-4 1.14.2
-  build_nginx 1.15-4 1.15.12
-  build_httpd 2.4.38-4 2.4.38
-  build_httpd 2.4.39-4 2.4.39
-  build_jessie_dnsutils
+  build_nginx "$NGINX_TAG" 1.27.0
+  build_nginx "$NGINX_NEW_TAG" 1.28.0
   echo "$stamp" >"$work/stamp"
 }
 

@@ -3,7 +3,7 @@
 # containerd (namespace k8s.io). No registry is reachable here, so these are
 # the only images pods can use:
 #
-#   registry.k8s.io/pause:3.10.1    images/pause, entrypoint /pause (the sandbox image)
+#   registry.k8s.io/pause:$PAUSE_VERSION  images/pause, entrypoint /pause (the sandbox image)
 #   gokubelet.local/testimage:1.0   busybox applets in /bin, /testserver,
 #                                   cmd "/testserver --http-port=8080"
 #
@@ -15,11 +15,12 @@
 # Intermediates live in _output/images/.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
 gk_require_root
 [ $# -le 1 ] || gk_die "usage: hack/images.sh [INSTANCE]"
 gk_instance "${1:-node}"
 
-PAUSE_IMAGE=registry.k8s.io/pause:3.10.1
+PAUSE_IMAGE=registry.k8s.io/pause:$PAUSE_VERSION
 TEST_IMAGE=gokubelet.local/testimage:1.0
 IMAGES=("$PAUSE_IMAGE" "$TEST_IMAGE")
 
@@ -34,6 +35,7 @@ stamp=$(
   cd "$GK_REPO_ROOT"
   {
     cat hack/images.sh hack/lib.sh
+    echo "$PAUSE_VERSION"
     find images/pause images/testserver -name '*.go' ! -name '*_test.go' -print0 | sort -z | xargs -0 sha256sum
     go version
     umoci --version
@@ -74,7 +76,7 @@ build() {
   r=$work/pause.rootfs
   rm -rf "$r" && mkdir -p "$r"
   install -m 0755 "$bin/pause" "$r/pause"
-  oci_image pause 3.10.1 "$r" "$work/pause.tar" \
+  oci_image pause "$PAUSE_VERSION" "$r" "$work/pause.tar" \
     --config.entrypoint /pause --config.user 65535:65535 --config.workingdir /
 
   # testimage: static busybox with every applet linked into /bin.

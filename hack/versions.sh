@@ -1,11 +1,14 @@
 # Versions and cache locations shared by the hack/ scripts. Sourced, not run.
 # The upstream control plane (and the upstream kubelet used by the benchmark)
 # are built at KUBE_VERSION; change it here only.
-KUBE_VERSION=${KUBE_VERSION:-v1.34.4}
+KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
 UPSTREAM_CACHE=${UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/upstream}
 # The cluster DNS server, built from the Go module proxy (hack/build-coredns.sh);
 # the version kubeadm deploys with KUBE_VERSION.
-COREDNS_VERSION=${COREDNS_VERSION:-v1.12.1}
+COREDNS_VERSION=${COREDNS_VERSION:-v1.14.6}
+# The pause (sandbox) image tag of KUBE_VERSION's e2e manifest and kubeadm
+# (images/pause, hack/images.sh; containerd's sandbox_image in hack/containerd.sh).
+PAUSE_VERSION=${PAUSE_VERSION:-3.10.2}
 COREDNS_CACHE=${COREDNS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/coredns}
 # The scale benchmark's contenders (make bench-scale), built from the Go
 # module proxy by hack/build-contenders.sh and cached by version:

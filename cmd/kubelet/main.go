@@ -27,10 +27,6 @@ import (
 	"github.com/gokubelet/kubelet/pkg/kubelet"
 )
 
-// version is the kubelet's version, set at build time with
-// -ldflags "-X main.version=v1.2.3".
-var version = "v0.1.0-dev"
-
 // applyLogging validates the logging configuration and makes it the
 // process's (k8s.io/component-base/logs: text or JSON format, verbosity,
 // vmodule). It can take effect once per process; in-process tests replace
@@ -100,7 +96,7 @@ warned about by name when given; see docs/configuration.md.`,
 		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if showVersion {
-				fmt.Fprintf(stdout, "kubelet %s\n", version)
+				fmt.Fprintf(stdout, "Kubernetes %s\n", kubelet.Version())
 				return nil
 			}
 			settings, err := opts.Settings()
@@ -115,7 +111,7 @@ warned about by name when given; see docs/configuration.md.`,
 			for _, w := range settings.Warnings {
 				klog.Warning(w)
 			}
-			klog.InfoS("Starting kubelet", "version", version, "node", settings.NodeName,
+			klog.InfoS("Starting kubelet", "version", kubelet.Version(), "node", settings.NodeName,
 				"config", settings.ConfigFile, "dropIns", settings.DropIns, "standalone", settings.Standalone())
 			return run(ctx, settings)
 		},

@@ -100,7 +100,9 @@ func TestHelpListsEveryFlag(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	out, _, err := execute(t, noRun(t), "--version")
-	if err != nil || out != "kubelet v0.1.0-dev\n" {
+	// The upstream form, which kubeadm's preflight parses
+	// (^\s*Kubernetes v(\d+\.\d+\.\d+[-\w.+]*)\s*$).
+	if err != nil || out != "Kubernetes v1.37.2+gokubelet.0.1.0-dev\n" {
 		t.Errorf("got %q, %v", out, err)
 	}
 }
@@ -295,7 +297,7 @@ func TestFeatureGates(t *testing.T) {
 			t.Errorf("%s was warned about:\n%s", quiet, warned)
 		}
 	}
-	for _, bad := range []string{"--feature-gates=NoSuchGate=true", "--feature-gates=SidecarContainers=false"} {
+	for _, bad := range []string{"--feature-gates=NoSuchGate=true", "--feature-gates=KubeletPSI=false"} {
 		_, _, err := execute(t, noRun(t), "--hostname-override=n1", bad)
 		if err == nil {
 			t.Errorf("%s was accepted", bad)

@@ -12,7 +12,7 @@ import (
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-v" {
-		fmt.Println("gokubelet pause 3.10.1")
+		fmt.Println("gokubelet pause 3.10.2")
 		return
 	}
 	if os.Getpid() != 1 {

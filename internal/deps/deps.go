@@ -25,6 +25,7 @@ import (
 	_ "k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	_ "k8s.io/cri-api/pkg/apis/runtime/v1"
 	_ "k8s.io/cri-client/pkg"
+	_ "k8s.io/cri-streaming/pkg/streaming"
 	_ "k8s.io/klog/v2"
 	_ "k8s.io/kubelet/config/v1beta1"
 	_ "k8s.io/utils/clock"

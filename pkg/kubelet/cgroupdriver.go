@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	remote "k8s.io/cri-client/pkg"
-	"k8s.io/klog/v2"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
@@ -16,8 +15,8 @@ import (
 // does not and the configured one stays), as upstream does before anything
 // places a cgroup. /configz then shows the driver in use.
 func useRuntimeCgroupDriver(ctx context.Context, cfg *kubeletv1beta1.KubeletConfiguration) error {
-	logger := klog.FromContext(ctx)
-	rs, err := remote.NewRemoteRuntimeService(cfg.ContainerRuntimeEndpoint, cfg.RuntimeRequestTimeout.Duration, nil, &logger)
+	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(cfg.ContainerRuntimeEndpoint).
+		WithConnectionTimeout(cfg.RuntimeRequestTimeout.Duration).WithTracerProvider(nil).Build(ctx)
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)
 	}

@@ -124,6 +124,8 @@ var podSpecFields = map[string]fieldStatus{
 	"PodSpec.OS":                            implemented("pkg/pod/admission"),
 	"PodSpec.HostUsers":                     refused("pkg/runtime/kuberuntime.RefusedUserNamespacesNotImplemented").readIn("pkg/pod/securitycontext"),
 	"PodSpec.SchedulingGates":               apiOnly("the scheduler does not bind a pod until its gates are removed"),
+	"PodSpec.SchedulingGroup":               apiOnly("the scheduler's gang and workload scheduling (1.36+)"),
+	"PodSpec.EvictionResponders":            apiOnly("the Eviction request API's responders (alpha, 1.37); the upstream kubelet reads none of it"),
 	"PodSpec.ResourceClaims":                refused("pkg/runtime/kuberuntime.RefusedPodResourceClaims"),
 	"PodSpec.Resources":                     implemented("pkg/runtime/cgroups"),
 	"PodSpec.HostnameOverride":              refused("pkg/runtime/kuberuntime.RefusedHostnameOverride"),
@@ -215,6 +217,7 @@ var podSpecFields = map[string]fieldStatus{
 	"VolumeMount.SubPath":           implemented("pkg/volume"),
 	"VolumeMount.MountPropagation":  implemented("pkg/volume"),
 	"VolumeMount.SubPathExpr":       implemented("pkg/volume"),
+	"VolumeMount.BindMountOptions":  refused("pkg/runtime/kuberuntime.RefusedBindMountOptions"),
 
 	// Volume, VolumeSource
 	"Volume.Name":                        implemented("pkg/volume"),

@@ -38,11 +38,6 @@ import (
 	"github.com/gokubelet/kubelet/pkg/volume"
 )
 
-// Version is the version the kubelet reports in the Node's nodeInfo: the
-// upstream kubelet version whose behaviour it implements, with this
-// project's name as build metadata.
-var Version = "v1.34.4+gokubelet"
-
 // Run assembles the node from the settings and runs it until ctx ends or a
 // part fails. Stopping leaves pods running, as upstream does: a restarted
 // kubelet adopts them.
@@ -83,7 +78,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	for _, w := range machine.Warnings {
 		log.Info("Machine fact unavailable", "detail", w)
 	}
-	ncfg, err := nodestatus.ConfigFrom(cfg, s.NodeName, machine.Hostname, s.NodeIPs, s.NodeLabels, Version)
+	ncfg, err := nodestatus.ConfigFrom(cfg, s.NodeName, machine.Hostname, s.NodeIPs, s.NodeLabels, Version())
 	if err != nil {
 		return err
 	}
@@ -104,7 +99,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		clients, err = node.NewClients(node.ClientConfig{
 			REST:        rc,
 			Kubeconfig:  s.KubeconfigPath,
-			UserAgent:   "kubelet/" + Version + " (" + s.NodeName + ")",
+			UserAgent:   "kubelet/" + Version() + " (" + s.NodeName + ")",
 			ContentType: cfg.ContentType,
 			QPS:         float32(deref(cfg.KubeAPIQPS)),
 			Burst:       int(cfg.KubeAPIBurst),
@@ -275,7 +270,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	checks := eng.HealthChecks()
 	var vn *nodeset.Set
 	if s.VirtualNodes != nil {
-		if vn, err = nodeset.New(s, hostIPs, Version); err != nil {
+		if vn, err = nodeset.New(s, hostIPs, Version()); err != nil {
 			return err
 		}
 		checks = append(checks, server.HealthCheck{Name: "virtual-nodes", Check: vn.HealthCheck})

@@ -22,7 +22,7 @@ func runVirtualOnly(ctx context.Context, s *kubeletconfig.Settings) error {
 	if len(ips) == 0 && s.VirtualNodes.Address == "" {
 		ips = defaultRouteIPs()
 	}
-	vn, err := nodeset.New(s, ips, Version)
+	vn, err := nodeset.New(s, ips, Version())
 	if err != nil {
 		return err
 	}

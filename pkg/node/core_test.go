@@ -77,7 +77,7 @@ func startCoreWith(t *testing.T, clients *Clients, l Lifecycle) *Core {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	core, err := New(ctx, Options{
-		Config:       nodestatus.Config{NodeName: "virt-1", KubeletVersion: "v1.34.4", KubeletPort: 10250},
+		Config:       nodestatus.Config{NodeName: "virt-1", KubeletVersion: "v1.37.2", KubeletPort: 10250},
 		Facts:        nodestatus.FactsFunc(facts),
 		Clients:      clients,
 		RegisterNode: true,
@@ -129,7 +129,7 @@ func TestCoreWithoutRuntimeRegistersLeasesAndWritesStatus(t *testing.T) {
 		}
 		return false
 	})
-	if node.Status.Capacity.Cpu().String() != "4" || node.Status.Addresses[0].Address != "10.1.2.3" || node.Status.NodeInfo.KubeletVersion != "v1.34.4" {
+	if node.Status.Capacity.Cpu().String() != "4" || node.Status.Addresses[0].Address != "10.1.2.3" || node.Status.NodeInfo.KubeletVersion != "v1.37.2" {
 		t.Errorf("node status not from the facts: %+v", node.Status)
 	}
 	eventually.True(t, "the Lease", func() bool {

@@ -255,6 +255,16 @@ func (a *recordingAuthz) Authorize(_ context.Context, attrs authorizer.Attribute
 	return authorizer.DecisionNoOpinion, "", nil
 }
 
+// ConditionsAwareAuthorize and EvaluateConditions complete
+// authorizer.Authorizer the way a conditions-unaware authorizer must.
+func (a *recordingAuthz) ConditionsAwareAuthorize(ctx context.Context, attrs authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(a.Authorize(ctx, attrs))
+}
+
+func (a *recordingAuthz) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
+}
+
 // tokenAuthn accepts "Bearer good" and "Bearer bad".
 var tokenAuthn = authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
 	switch r.Header.Get("Authorization") {

@@ -21,7 +21,8 @@ import (
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
-	"k8s.io/kubelet/pkg/cri/streaming"
+	"k8s.io/cri-streaming/pkg/streaming"
+	streamingrc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 	utilexec "k8s.io/utils/exec"
 )
 
@@ -29,7 +30,7 @@ import (
 // server, standing in for containerd's.
 type fakeRuntime struct{}
 
-func (fakeRuntime) Exec(_ context.Context, id string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
+func (fakeRuntime) Exec(_ context.Context, id string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan streamingrc.TerminalSize) error {
 	fmt.Fprintf(out, "exec in %s: %s tty=%v\n", id, strings.Join(cmd, " "), tty)
 	if in != nil && cmd[0] == "cat" {
 		b, _ := io.ReadAll(in)
@@ -44,7 +45,7 @@ func (fakeRuntime) Exec(_ context.Context, id string, cmd []string, in io.Reader
 	return nil
 }
 
-func (fakeRuntime) Attach(_ context.Context, id string, in io.Reader, out, _ io.WriteCloser, tty bool, _ <-chan remotecommand.TerminalSize) error {
+func (fakeRuntime) Attach(_ context.Context, id string, in io.Reader, out, _ io.WriteCloser, tty bool, _ <-chan streamingrc.TerminalSize) error {
 	fmt.Fprintf(out, "attached to %s\n", id)
 	if in != nil {
 		b, _ := io.ReadAll(in)

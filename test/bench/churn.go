@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	remote "k8s.io/cri-client/pkg"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/pkg/node/signals"
@@ -104,8 +103,7 @@ func (b *bench) runChurn() error {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	logger := klog.Background()
-	is, err := remote.NewRemoteImageService(o.criEndpoint, 30*time.Second, nil, &logger)
+	is, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(o.criEndpoint).WithConnectionTimeout(30 * time.Second).WithTracerProvider(nil).Build(ctx)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	cri "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/test/framework"
@@ -171,8 +170,7 @@ func run(o options) error {
 		old, _ := os.ReadFile(o.out)
 		return os.WriteFile(o.out, []byte(withSection(string(old), "scale", section)), 0o644)
 	}
-	logger := klog.Background()
-	rt, err := remote.NewRemoteRuntimeService(o.criEndpoint, 30*time.Second, nil, &logger)
+	rt, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(o.criEndpoint).WithConnectionTimeout(30 * time.Second).WithTracerProvider(nil).Build(context.Background())
 	if err != nil {
 		return err
 	}

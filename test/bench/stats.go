@@ -138,7 +138,7 @@ func ParseProcStatusKB(status, key string) (uint64, error) {
 
 // NodeFlowSchemas are the API Priority and Fairness flow schemas that match
 // requests of group system:nodes (the kubelet's identity) in the default
-// configuration of kube-apiserver 1.34.
+// configuration of kube-apiserver 1.34 to 1.37 (k8s.io/apiserver pkg/apis/flowcontrol/bootstrap).
 var NodeFlowSchemas = []string{"system-nodes", "system-node-high"}
 
 // SumDispatched sums apiserver_flowcontrol_dispatched_requests_total over

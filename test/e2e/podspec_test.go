@@ -28,7 +28,7 @@ import (
 	"github.com/gokubelet/kubelet/test/framework"
 )
 
-const pauseImage = "registry.k8s.io/pause:3.10.1"
+const pauseImage = "registry.k8s.io/pause:3.10.2"
 
 // shPod is a pod whose one container "main" runs script with sh and exits;
 // it never restarts.

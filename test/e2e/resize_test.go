@@ -93,19 +93,23 @@ func TestInPlaceResize(t *testing.T) {
 		}
 	}
 
-	// Beyond the node: pending, Infeasible, nothing applied.
-	resize("resize", func(c *v1.Container) {
-		c.Resources.Requests[v1.ResourceMemory] = resource.MustParse("100Ti")
-		c.Resources.Limits[v1.ResourceMemory] = resource.MustParse("100Ti")
-	})
-	p = waitPod(t, ns, "resize", "PodResizePending Infeasible", func(p *v1.Pod) bool {
-		for _, c := range p.Status.Conditions {
-			if c.Type == v1.PodResizePending {
-				return c.Reason == v1.PodReasonInfeasible && strings.Contains(c.Message, "Node didn't have enough capacity: memory")
-			}
-		}
-		return false
-	})
+	// Beyond the node: the 1.37 API server's PodResizeValidator
+	// admission (on by default) refuses a resize beyond the node's
+	// allocatable before the kubelet sees it; nothing is applied.
+	cur, err := client.CoreV1().Pods(ns).Get(ctx, "resize", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Containers[0].Resources.Requests[v1.ResourceMemory] = resource.MustParse("100Ti")
+	cur.Spec.Containers[0].Resources.Limits[v1.ResourceMemory] = resource.MustParse("100Ti")
+	_, err = client.CoreV1().Pods(ns).UpdateResize(ctx, "resize", cur, metav1.UpdateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "node didn't have enough allocatable resources: memory") {
+		t.Errorf("a resize beyond the node's allocatable memory: %v, want the API server's refusal", err)
+	}
+	p, err = client.CoreV1().Pods(ns).Get(ctx, "resize", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := p.Status.ContainerStatuses[0].Resources.Limits.Memory().String(); got != "256Mi" {
 		t.Errorf("an infeasible resize was applied: %s", got)
 	}

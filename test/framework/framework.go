@@ -26,7 +26,6 @@ import (
 	"google.golang.org/grpc/status"
 	cri "k8s.io/cri-api/pkg/apis"
 	remote "k8s.io/cri-client/pkg"
-	"k8s.io/klog/v2"
 )
 
 // WaitLimit bounds every wait: a failure bound, not a performance goal.
@@ -93,8 +92,7 @@ func Setup(root, dir string) (kubeletBin string, rt cri.RuntimeService, err erro
 	if out, err := build.CombinedOutput(); err != nil {
 		return "", nil, fmt.Errorf("building the kubelet: %v\n%s", err, out)
 	}
-	logger := klog.Background()
-	rt, err = remote.NewRemoteRuntimeService(CRIEndpoint(), 10*time.Second, nil, &logger)
+	rt, err = remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(CRIEndpoint()).WithConnectionTimeout(10 * time.Second).WithTracerProvider(nil).Build(context.Background())
 	if err != nil {
 		return "", nil, fmt.Errorf("CRI at %s: %w", CRIEndpoint(), err)
 	}

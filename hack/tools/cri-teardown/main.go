@@ -14,7 +14,6 @@ import (
 	"time"
 
 	remote "k8s.io/cri-client/pkg"
-	"k8s.io/klog/v2"
 )
 
 func main() {
@@ -33,8 +32,7 @@ func main() {
 }
 
 func run(endpoint string, timeout time.Duration, verbose bool) error {
-	logger := klog.Background()
-	rs, err := remote.NewRemoteRuntimeService(endpoint, 10*time.Second, nil, &logger)
+	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(endpoint).WithConnectionTimeout(10 * time.Second).WithTracerProvider(nil).Build(context.Background())
 	if err != nil {
 		return fmt.Errorf("connect %s: %w", endpoint, err)
 	}

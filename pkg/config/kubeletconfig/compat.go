@@ -7,11 +7,13 @@ import (
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/gokubelet/kubelet/pkg/upstream"
 )
 
 // upstreamVersion is the upstream kubelet whose flags, fields and feature
 // gates this kubelet follows.
-const upstreamVersion = "v1.34.4"
+const upstreamVersion = upstream.Version
 
 //go:embed upstream_flags.txt
 var upstreamFlagsText string
@@ -27,7 +29,7 @@ type UpstreamFlag struct {
 	Deprecated bool
 }
 
-// UpstreamFlags returns the flags of the upstream kubelet v1.34.4.
+// UpstreamFlags returns the flags of the upstream kubelet (upstreamVersion).
 func UpstreamFlags() []UpstreamFlag {
 	var out []UpstreamFlag
 	for _, line := range strings.Split(upstreamFlagsText, "\n") {
@@ -78,18 +80,12 @@ var CompatFlagFields = map[string]string{
 // KubeletConfiguration field (upstream's KubeletFlags, container runtime
 // options and cadvisor's global flags).
 var compatFlagsWithoutField = map[string]bool{
-	"application-metrics-count-limit": true, "boot-id-file": true, "cloud-provider": true,
-	"container-hints": true, "containerd": true, "containerd-namespace": true,
-	"enable-load-reader": true, "event-storage-age-limit": true, "event-storage-event-limit": true,
+	"cloud-provider":          true,
 	"exit-on-lock-contention": true, "experimental-allocatable-ignore-eviction": true,
-	"experimental-mounter-path": true, "global-housekeeping-interval": true,
-	"housekeeping-interval": true, "image-credential-provider-bin-dir": true,
-	"image-credential-provider-config": true, "lock-file": true, "log-cadvisor-usage": true,
-	"machine-id-file": true, "maximum-dead-containers": true,
+	"experimental-mounter-path": true, "housekeeping-interval": true, "image-credential-provider-bin-dir": true,
+	"image-credential-provider-config": true, "lock-file": true, "maximum-dead-containers": true,
 	"maximum-dead-containers-per-container": true, "minimum-container-ttl-duration": true,
-	"runtime-cgroups": true, "storage-driver-buffer-duration": true, "storage-driver-db": true,
-	"storage-driver-host": true, "storage-driver-password": true, "storage-driver-secure": true,
-	"storage-driver-table": true, "storage-driver-user": true,
+	"runtime-cgroups": true,
 }
 
 // addCompatFlags accepts every flag of the upstream kubelet that this one

@@ -65,7 +65,7 @@ func setString(p *string, v string) {
 }
 
 // SetDefaults fills every unset field of cfg with the upstream v1beta1
-// default (the values of Kubernetes v1.34 on Linux), plus the defaults this
+// default (the values of Kubernetes v1.37 on Linux), plus the defaults this
 // kubelet adds: cgroupRoot "/" and evictionHard when absent. Fields whose
 // upstream default depends on a feature gate that is off by default are
 // left unset. SetDefaults is idempotent.
@@ -232,8 +232,22 @@ func SetDefaults(cfg *kubeletv1beta1.KubeletConfiguration) {
 	if cfg.FailCgroupV1 == nil {
 		cfg.FailCgroupV1 = ptr.To(false)
 	}
-	if cfg.MemoryThrottlingFactor == nil {
-		cfg.MemoryThrottlingFactor = ptr.To(0.9)
+	// memoryThrottlingFactor has no default in 1.37 (nil: memory.high
+	// is not set).
+	if cfg.MemoryReservationPolicy == "" {
+		cfg.MemoryReservationPolicy = kubeletv1beta1.NoneMemoryReservationPolicy
+	}
+	// Gate-dependent defaults of gates on by default, unless the file turns
+	// the gate off (KubeletCrashLoopBackOffMax, KubeletEnsureSecretPulledImages).
+	if cfg.FeatureGates["KubeletCrashLoopBackOffMax"] || !hasGate(cfg, "KubeletCrashLoopBackOffMax") {
+		if cfg.CrashLoopBackOff.MaxContainerRestartPeriod == nil {
+			cfg.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: 5 * time.Minute}
+		}
+	}
+	if cfg.FeatureGates["KubeletEnsureSecretPulledImages"] || !hasGate(cfg, "KubeletEnsureSecretPulledImages") {
+		if cfg.ImagePullCredentialsVerificationPolicy == "" {
+			cfg.ImagePullCredentialsVerificationPolicy = kubeletv1beta1.NeverVerifyPreloadedImages
+		}
 	}
 	if cfg.RegisterNode == nil {
 		cfg.RegisterNode = ptr.To(true)
@@ -243,4 +257,9 @@ func SetDefaults(cfg *kubeletv1beta1.KubeletConfiguration) {
 	}
 	setString(&cfg.ContainerRuntimeEndpoint, DefaultContainerRuntimeEndpoint)
 	setString(&cfg.PodLogsDir, DefaultPodLogsDir)
+}
+
+func hasGate(cfg *kubeletv1beta1.KubeletConfiguration, name string) bool {
+	_, ok := cfg.FeatureGates[name]
+	return ok
 }

@@ -34,7 +34,7 @@ var ActedOnFeatureGates = map[string]bool{
 }
 
 // UpstreamFeatureGates returns the feature gates the upstream kubelet
-// v1.34.4 knows, with their default, stage and lock, as that kubelet
+// (upstreamVersion) knows, with their default, stage and lock, as that kubelet
 // registers them.
 func UpstreamFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 	out := map[featuregate.Feature]featuregate.FeatureSpec{}
@@ -60,7 +60,7 @@ func UpstreamFeatureGates() map[featuregate.Feature]featuregate.FeatureSpec {
 }
 
 // NewFeatureGate returns a feature gate that knows every gate of the
-// upstream kubelet v1.34.4 (so a name it does not know is refused, as
+// upstream kubelet (upstreamVersion; so a name it does not know is refused, as
 // upstream refuses it, and a gate locked to its default cannot be changed),
 // with the logging gates registered by component-base.
 func NewFeatureGate() (featuregate.MutableFeatureGate, error) {

@@ -251,7 +251,9 @@ func newPodInformer(client kubernetes.Interface, nodeName string) cache.SharedIn
 			return client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
 		},
 	}
-	return cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, cache.Indexers{})
+	// The reflector asks the client whether it streams lists (client-go
+	// 0.35+ uses WatchList by default; a fake clientset cannot).
+	return cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, client), &v1.Pod{}, 0, cache.Indexers{})
 }
 
 // AddTo adds the engine's loops: the pod informer and the provider loop

@@ -83,7 +83,7 @@ func start(t *testing.T, client *fake.Clientset, prov provider.Provider, cfg Con
 		cfg.DeleteCheckInterval = 20 * time.Millisecond
 	}
 	core, err := node.New(ctx, node.Options{
-		Config:       nodestatus.Config{NodeName: nodeName, Hostname: nodeName, KubeletVersion: "v1.34.4", KubeletPort: 10260},
+		Config:       nodestatus.Config{NodeName: nodeName, Hostname: nodeName, KubeletVersion: "v1.37.2", KubeletPort: 10260},
 		Facts:        &Facts{Provider: prov, ProviderType: "mock", NodeName: nodeName, HostIPs: cfg.HostIPs},
 		Clients:      &node.Clients{Kube: client, Events: client},
 		RegisterNode: true,

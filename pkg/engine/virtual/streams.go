@@ -10,8 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/remotecommand"
-	streamingpf "k8s.io/kubelet/pkg/cri/streaming/portforward"
-	streamingrc "k8s.io/kubelet/pkg/cri/streaming/remotecommand"
+	streamingpf "k8s.io/cri-streaming/pkg/streaming/portforward"
+	streamingrc "k8s.io/cri-streaming/pkg/streaming/remotecommand"
 
 	"github.com/gokubelet/kubelet/pkg/errdefs"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -30,7 +30,7 @@ import (
 //	portforward.ServePortForward(w, r, streams, podName, uid, pfOpts, idle, creation, protocols)
 //	rc, err := streams.ContainerLogs(ctx, pod, container, logOpts)
 //
-// (remotecommand and portforward being k8s.io/kubelet/pkg/cri/streaming/...;
+// (remotecommand and portforward being k8s.io/cri-streaming/pkg/streaming/...;
 // podName is only used in messages.) Errors are classified: errdefs
 // NotFound (no such pod or container), Terminal with provider.ErrUnsupported
 // (the provider lacks the capability).
@@ -81,10 +81,11 @@ func (s *Streams) ContainerLogs(ctx context.Context, pod *v1.Pod, container stri
 }
 
 // ExecInContainer runs cmd in the container (kubectl exec). It implements
-// k8s.io/kubelet/pkg/cri/streaming/remotecommand.Executor; timeout, when
+// k8s.io/cri-streaming/pkg/streaming/remotecommand.Executor; timeout, when
 // positive, bounds the command.
-func (s *Streams) ExecInContainer(ctx context.Context, _ string, uid types.UID, container string, cmd []string,
-	in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize, timeout time.Duration) error {
+func (s *Streams) ExecInContainer(ctx context.Context, _ string, podUID string, container string, cmd []string,
+	in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan streamingrc.TerminalSize, timeout time.Duration) error {
+	uid := types.UID(podUID)
 	ep, ok := s.e.prov.(provider.ExecProvider)
 	if !ok {
 		return s.unsupported("exec")
@@ -98,13 +99,16 @@ func (s *Streams) ExecInContainer(ctx context.Context, _ string, uid types.UID, 
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	return ep.RunInContainer(ctx, p.Namespace, p.Name, container, cmd, provider.AttachIO{Stdin: in, Stdout: out, Stderr: errOut, TTY: tty, Resize: resize})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return ep.RunInContainer(ctx, p.Namespace, p.Name, container, cmd, provider.AttachIO{Stdin: in, Stdout: out, Stderr: errOut, TTY: tty, Resize: resizes(ctx, resize)})
 }
 
 // AttachContainer attaches to the container (kubectl attach). It
-// implements k8s.io/kubelet/pkg/cri/streaming/remotecommand.Attacher.
-func (s *Streams) AttachContainer(ctx context.Context, _ string, uid types.UID, container string,
-	in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan remotecommand.TerminalSize) error {
+// implements k8s.io/cri-streaming/pkg/streaming/remotecommand.Attacher.
+func (s *Streams) AttachContainer(ctx context.Context, _ string, podUID string, container string,
+	in io.Reader, out, errOut io.WriteCloser, tty bool, resize <-chan streamingrc.TerminalSize) error {
+	uid := types.UID(podUID)
 	ap, ok := s.e.prov.(provider.AttachProvider)
 	if !ok {
 		return s.unsupported("attach")
@@ -113,13 +117,16 @@ func (s *Streams) AttachContainer(ctx context.Context, _ string, uid types.UID, 
 	if err != nil {
 		return err
 	}
-	return ap.AttachToContainer(ctx, p.Namespace, p.Name, container, provider.AttachIO{Stdin: in, Stdout: out, Stderr: errOut, TTY: tty, Resize: resize})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	return ap.AttachToContainer(ctx, p.Namespace, p.Name, container, provider.AttachIO{Stdin: in, Stdout: out, Stderr: errOut, TTY: tty, Resize: resizes(ctx, resize)})
 }
 
 // PortForward copies between stream and the pod's port (kubectl
 // port-forward). It implements
-// k8s.io/kubelet/pkg/cri/streaming/portforward.PortForwarder.
-func (s *Streams) PortForward(ctx context.Context, _ string, uid types.UID, port int32, stream io.ReadWriteCloser) error {
+// k8s.io/cri-streaming/pkg/streaming/portforward.PortForwarder.
+func (s *Streams) PortForward(ctx context.Context, _ string, podUID string, port int32, stream io.ReadWriteCloser) error {
+	uid := types.UID(podUID)
 	pp, ok := s.e.prov.(provider.PortForwardProvider)
 	if !ok {
 		_ = stream.Close()
@@ -138,10 +145,40 @@ func (s *Streams) PortForward(ctx context.Context, _ string, uid types.UID, port
 func (s *Streams) RunInContainer(ctx context.Context, pod *v1.Pod, container string, cmd []string) ([]byte, error) {
 	var buf bytes.Buffer
 	w := nopWriteCloser{&buf}
-	err := s.ExecInContainer(ctx, pod.Name, pod.UID, container, cmd, nil, w, w, false, nil, 0)
+	err := s.ExecInContainer(ctx, pod.Name, string(pod.UID), container, cmd, nil, w, w, false, nil, 0)
 	return buf.Bytes(), err
 }
 
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
+
+// resizes hands the streaming server's terminal sizes to a provider, whose
+// API speaks client-go's TerminalSize. The returned channel is closed when
+// in is closed or ctx ends (the call returned), so the copier never
+// outlives the call. A nil in gives nil: no terminal.
+func resizes(ctx context.Context, in <-chan streamingrc.TerminalSize) <-chan remotecommand.TerminalSize {
+	if in == nil {
+		return nil
+	}
+	out := make(chan remotecommand.TerminalSize)
+	go func() {
+		defer close(out)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case sz, ok := <-in:
+				if !ok {
+					return
+				}
+				select {
+				case out <- remotecommand.TerminalSize{Width: sz.Width, Height: sz.Height}:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out
+}

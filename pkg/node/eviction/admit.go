@@ -3,6 +3,7 @@ package eviction
 import (
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
+	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
@@ -21,7 +22,7 @@ func Admit(pod *v1.Pod, conds []v1.NodeConditionType) (bool, string, string) {
 		if podspec.QOSClass(pod) != v1.PodQOSBestEffort {
 			return true, "", ""
 		}
-		if corev1helpers.TolerationsTolerateTaint(pod.Spec.Tolerations, &v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule}) {
+		if corev1helpers.TolerationsTolerateTaint(klog.Background(), pod.Spec.Tolerations, &v1.Taint{Key: v1.TaintNodeMemoryPressure, Effect: v1.TaintEffectNoSchedule}, false) {
 			return true, "", ""
 		}
 	}

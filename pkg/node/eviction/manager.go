@@ -204,7 +204,7 @@ func (m *Manager) Synchronize(ctx context.Context) *v1.Pod {
 		}
 		u, ok := usage(p)
 		msg := Message(res, p, u, ok, t, obs)
-		m.o.Recorder.Eventf(p, v1.EventTypeWarning, Reason, msg)
+		m.o.Recorder.Event(p, v1.EventTypeWarning, Reason, msg)
 		log.Info("Eviction manager: evicting pod", "pod", klog.KObj(p), "podUID", p.UID, "gracePeriod", grace, "message", msg)
 		m.o.Pods.EvictPod(p, grace, msg)
 		metrics.Evictions.WithLabelValues(string(t.Signal)).Inc()
@@ -259,7 +259,7 @@ func (m *Manager) localStorageEviction(ctx context.Context) *v1.Pod {
 		if msg == "" {
 			continue
 		}
-		m.o.Recorder.Eventf(p, v1.EventTypeWarning, Reason, msg)
+		m.o.Recorder.Event(p, v1.EventTypeWarning, Reason, msg)
 		klog.FromContext(ctx).Info("Eviction manager: evicting pod past its local storage limit", "pod", klog.KObj(p), "message", msg)
 		m.o.Pods.EvictPod(p, immediateGracePeriod, msg)
 		metrics.Evictions.WithLabelValues(signal).Inc()

@@ -15,7 +15,7 @@ func TestConfigFrom(t *testing.T) {
 		EvictionHard:       map[string]string{"memory.available": "100Mi"},
 		RegisterWithTaints: []v1.Taint{{Key: "k", Effect: v1.TaintEffectNoSchedule}},
 	}
-	cfg, err := ConfigFrom(kc, "n1", "", []string{"10.0.0.1,fd00::1"}, map[string]string{"example.com/a": "b"}, "v1.34.4")
+	cfg, err := ConfigFrom(kc, "n1", "", []string{"10.0.0.1,fd00::1"}, map[string]string{"example.com/a": "b"}, "v1.37.2")
 	if err != nil {
 		t.Fatal(err)
 	}

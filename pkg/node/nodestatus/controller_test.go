@@ -56,7 +56,7 @@ func newHarness(t *testing.T, objs ...*v1.Node) *harness {
 		NodeIPs:                []net.IP{net.ParseIP("10.0.0.5")},
 		MaxPods:                110,
 		KubeletPort:            10250,
-		KubeletVersion:         "v1.34.4",
+		KubeletVersion:         "v1.37.2",
 		KubeReserved:           v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("256Mi")},
 		SystemReserved:         v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m")},
 		HardEviction:           hard,
@@ -179,7 +179,7 @@ func TestRegistrationCreatesNode(t *testing.T) {
 	ni := n.Status.NodeInfo
 	if ni.MachineID != "mid" || ni.SystemUUID != "uuid" || ni.BootID != "boot" || ni.KernelVersion != "6.1.0" ||
 		ni.OSImage != "Debian GNU/Linux 12 (bookworm)" || ni.ContainerRuntimeVersion != "containerd://1.6.20" ||
-		ni.KubeletVersion != "v1.34.4" || ni.OperatingSystem != "linux" || ni.Architecture != "amd64" {
+		ni.KubeletVersion != "v1.37.2" || ni.OperatingSystem != "linux" || ni.Architecture != "amd64" {
 		t.Errorf("nodeInfo = %+v", ni)
 	}
 	if len(n.Status.Addresses) != 2 || n.Status.Addresses[0].Address != "10.0.0.5" || n.Status.Addresses[1].Address != "node-a" {

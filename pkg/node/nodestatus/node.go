@@ -43,7 +43,7 @@ type Config struct {
 	MaxPods int64
 	// KubeletPort is status.daemonEndpoints.kubeletEndpoint.Port.
 	KubeletPort int32
-	// KubeletVersion is status.nodeInfo.kubeletVersion ("v1.34.4").
+	// KubeletVersion is status.nodeInfo.kubeletVersion ("v1.37.2+gokubelet.0.1.0-dev").
 	KubeletVersion string
 	// KubeReserved, SystemReserved and HardEviction reduce allocatable.
 	KubeReserved   v1.ResourceList

@@ -233,7 +233,9 @@ func exampleObject(k Kind) runtime.Object {
 func (m *Manager) listWatch(r Ref) cache.ListerWatcher {
 	sel := fields.OneTermEqualSelector("metadata.name", r.Name).String()
 	core := m.opts.Client.CoreV1()
-	return &cache.ListWatch{
+	// The reflector asks the client whether it streams lists (client-go
+	// 0.35+ uses WatchList by default; a fake clientset cannot).
+	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
 			if r.Kind == Secret {
@@ -248,7 +250,7 @@ func (m *Manager) listWatch(r Ref) cache.ListerWatcher {
 			}
 			return core.ConfigMaps(r.Namespace).Watch(ctx, o)
 		},
-	}
+	}, m.opts.Client)
 }
 
 // GetConfigMap implements Getter.

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
@@ -119,8 +120,11 @@ func generalFilter(pod *v1.Pod, node *v1.Node, others []*v1.Pod) []failure {
 		failures = append(failures, predicateFailure(ReasonNodePorts, descNodePorts))
 	}
 	if !podspec.IsStatic(pod) {
-		_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, pod.Spec.Tolerations,
-			func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute })
+		// Lt/Gt tolerations stay unmatched: they belong to the alpha gate
+		// TaintTolerationComparisonOperators (off by default), which this
+		// kubelet does not act on.
+		_, untolerated := corev1helpers.FindMatchingUntoleratedTaint(klog.Background(), node.Spec.Taints, pod.Spec.Tolerations,
+			func(t *v1.Taint) bool { return t.Effect == v1.TaintEffectNoExecute }, false)
 		if untolerated {
 			failures = append(failures, predicateFailure(ReasonTaintToleration, descTaintToleration))
 		}

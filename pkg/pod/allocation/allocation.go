@@ -1,6 +1,6 @@
 // Package allocation is the kubelet's side of in-place pod resize (the
-// pods/resize subresource, InPlacePodVerticalScaling, beta and on in
-// 1.34): it keeps, per container, the resources the kubelet allocated
+// pods/resize subresource, InPlacePodVerticalScaling, GA since 1.35): it
+// keeps, per container, the resources the kubelet allocated
 // (admitted) and those it actuated (applied to the running container), both
 // checkpointed under the root directory so a restarted kubelet keeps them,
 // and decides each resize as upstream does:

@@ -29,7 +29,7 @@ var OwnedConditions = []v1.PodConditionType{
 	v1.ContainersReady,
 	v1.PodReady,
 	v1.PodScheduled,
-	// In-place resize (InPlacePodVerticalScaling, on in 1.34): the kubelet
+	// In-place resize (InPlacePodVerticalScaling, GA since 1.35): the kubelet
 	// sets and clears these as upstream does.
 	v1.PodResizePending,
 	v1.PodResizeInProgress,

@@ -16,11 +16,12 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
+	"github.com/gokubelet/kubelet/pkg/upstream"
 )
 
 // DefaultUserAgent is the User-Agent of HTTP and gRPC probes, as upstream's
 // kubelet of the API version this one speaks.
-const DefaultUserAgent = "kube-probe/1.34"
+const DefaultUserAgent = "kube-probe/" + upstream.Minor
 
 // Options configure a Manager.
 type Options struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -16,22 +17,42 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
-// The expected UIDs were computed by the upstream kubelet v1.34.4's own
-// code path (its file source: decode with the API's legacy scheme, md5 of
-// hash.DeepHashObject of the internal pod, "host:node1", "file:<path>") for
-// the manifests in testdata/uid, as if they were in
-// /etc/kubernetes/manifests on node "node1". Equal UIDs are what lets a
-// node change kubelets without recreating its static pods.
+var dumpDir = flag.String("dump", "", "write this kubelet's static-pod hash input of each testdata/uid manifest to DIR/<file>.dump")
+
+// The expected UIDs (testdata/uid/upstream-uids.txt) were computed by the
+// upstream kubelet's own code path (its file source: decode with the API's
+// legacy scheme, FNV-128a of hash.DeepHashObject of the internal pod,
+// "host:node1", "file:<path>"; hack/upstream-lists.sh) for the manifests in
+// testdata/uid, as if they were in /etc/kubernetes/manifests on node
+// "node1". Equal UIDs are what lets a node change kubelets without
+// recreating its static pods.
 func TestStaticPodUIDMatchesUpstream(t *testing.T) {
-	for file, want := range map[string]string{
-		"simple.yaml":           "4f7aea71e6e0f32477908191b1c6001f",
-		"control-plane.yaml":    "6dd7c942056aa384e95549ded8b065de",
-		"init-and-volumes.yaml": "0b062e4db329a986dbca69fd493ee314",
-		"downward.yaml":         "9006f2cb252c345505725df1f1f4038d",
-	} {
+	golden, err := os.ReadFile(filepath.Join("testdata", "uid", "upstream-uids.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(golden), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		n++
+		file, want := f[0], f[1]
 		data, err := os.ReadFile(filepath.Join("testdata", "uid", file))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if *dumpDir != "" {
+			pod, ns, err := decodeForUID(t, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			writeInternalPod(&b, pod, ns)
+			if err := os.WriteFile(filepath.Join(*dumpDir, file+".dump"), b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
 		}
 		pods, err := Parse(data, podspec.SourceFile, "/etc/kubernetes/manifests/"+file, "node1")
 		if err != nil {
@@ -41,6 +62,9 @@ func TestStaticPodUIDMatchesUpstream(t *testing.T) {
 		if got := string(pods[0].UID); got != want {
 			t.Errorf("%s: UID %s, upstream gives %s", file, got, want)
 		}
+	}
+	if n < 4 {
+		t.Errorf("testdata/uid/upstream-uids.txt names %d manifests, want every one of testdata/uid", n)
 	}
 }
 
@@ -74,13 +98,14 @@ func TestStaticPodUIDDependsOnContentAndOrigin(t *testing.T) {
 	}
 }
 
-// uidFor mirrors the internal pod types of upstream v1.34 through the v1
-// types of k8s.io/api v0.34. When k8s.io/api changes any struct a pod is
-// made of, this fingerprint changes: then check uid.go's layout tables
-// against the internal types of the matching upstream version (and the
-// golden UIDs above against that version's kubelet) before updating it.
+// uidFor dumps the v1 pod types of k8s.io/api v0.37 as upstream v1.37's
+// internal ones, which have their layout. When k8s.io/api changes any
+// struct a pod is made of, this fingerprint changes: then run
+// hack/upstream-lists.sh, which checks that upstream's internal core.Pod
+// still has v1.Pod's layout and regenerates the golden UIDs above, before
+// updating it.
 func TestPodTypesFingerprint(t *testing.T) {
-	const want = "ee6d1138dc7ab14f"
+	const want = "5bf6b222d1fac000"
 	if got := podTypesFingerprint(); got != want {
 		t.Errorf("the v1 pod types changed (fingerprint %s, was %s): re-check uid.go against upstream's internal core types", got, want)
 	}
@@ -113,4 +138,16 @@ func podTypesFingerprint() string {
 	sort.Strings(lines)
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))
 	return hex.EncodeToString(sum[:8])
+}
+
+// decodeForUID gives the pod the UID is computed from, as Parse does.
+func decodeForUID(t *testing.T, data []byte) (*v1.Pod, string, error) {
+	t.Helper()
+	pods, err := decode(data)
+	if err != nil {
+		return nil, "", err
+	}
+	ns := pods[0].Namespace
+	applyDefaults(pods[0])
+	return pods[0], ns, nil
 }

@@ -98,16 +98,19 @@ func ForPod(pod *v1.Pod, o PodOptions) *Resources {
 	pod = podspec.WithDefaultedRequests(pod)
 	reqs := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
 	cpuDeclared, memDeclared := true, true
-	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{
-		ContainerFn: func(res v1.ResourceList, _ resourcehelper.ContainerType) {
-			if res.Cpu().IsZero() {
+	limits := resourcehelper.PodLimits(pod, resourcehelper.PodResourcesOptions{})
+	// A limit counts as declared only when every container, init
+	// containers included, sets its own (upstream 1.37's rule).
+	for _, cs := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			if cs[i].Resources.Limits.Cpu().IsZero() {
 				cpuDeclared = false
 			}
-			if res.Memory().IsZero() {
+			if cs[i].Resources.Limits.Memory().IsZero() {
 				memDeclared = false
 			}
-		},
-	})
+		}
+	}
 	if resourcehelper.IsPodLevelResourcesSet(pod) {
 		if !pod.Spec.Resources.Limits.Cpu().IsZero() {
 			cpuDeclared = true

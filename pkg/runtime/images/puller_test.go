@@ -30,7 +30,7 @@ func TestEnsureImage(t *testing.T) {
 		wantPull   bool
 		wantEvent  string
 	}{
-		{name: "IfNotPresent and present: no pull", image: "registry.k8s.io/pause:3.10.1", policy: v1.PullIfNotPresent, present: []string{"registry.k8s.io/pause:3.10.1"}, wantEvent: "Normal Pulled Container image"},
+		{name: "IfNotPresent and present: no pull", image: "registry.k8s.io/pause:3.10.2", policy: v1.PullIfNotPresent, present: []string{"registry.k8s.io/pause:3.10.2"}, wantEvent: "Normal Pulled Container image"},
 		{name: "IfNotPresent and absent: pull", image: "example.com/a:1", policy: v1.PullIfNotPresent, wantPull: true, wantEvent: "Normal Pulled Successfully pulled"},
 		{name: "Always pulls even when present", image: "example.com/a:1", policy: v1.PullAlways, present: []string{"example.com/a:1"}, wantPull: true},
 		{name: "Never and absent", image: "example.com/a:1", policy: v1.PullNever, wantReason: ReasonErrImageNeverPull, wantEvent: "Warning ErrImageNeverPull"},

@@ -379,3 +379,25 @@ func (s *imageService) ImageFsInfo(ctx context.Context) (*runtimeapi.ImageFsInfo
 	record("image_fs_info", start, err)
 	return out, err
 }
+
+func (r *runtimeService) CheckpointPod(ctx context.Context, options *runtimeapi.CheckpointPodRequest) error {
+	start := time.Now()
+	err := r.rs.CheckpointPod(ctx, options)
+	record("checkpoint_pod", start, err)
+	return err
+}
+
+func (r *runtimeService) RestorePod(ctx context.Context, options *runtimeapi.RestorePodRequest) (*runtimeapi.RestorePodResponse, error) {
+	start := time.Now()
+	out, err := r.rs.RestorePod(ctx, options)
+	record("restore_pod", start, err)
+	return out, err
+}
+
+// Close closes the underlying connection; it is no CRI call, so it is not
+// recorded.
+func (r *runtimeService) Close(ctx context.Context) error { return r.rs.Close(ctx) }
+
+// Close closes the underlying connection; it is no CRI call, so it is not
+// recorded.
+func (s *imageService) Close(ctx context.Context) error { return s.is.Close(ctx) }

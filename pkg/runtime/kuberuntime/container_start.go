@@ -112,7 +112,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		},
 	}
 	for _, e := range env {
-		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: e.Value})
+		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
 	}
 	// subPathExpr expands with the container's environment.
 	vals := make(map[string]string, len(env))

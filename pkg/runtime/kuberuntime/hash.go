@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/dump"
 )
 
-// HashContainer returns the hash the upstream kubelet (v1.34) stores in a
+// HashContainer returns the hash the upstream kubelet (v1.34 to v1.37) stores in a
 // container's io.kubernetes.container.hash annotation, byte for byte: FNV-32a
 // over the spew dump (dump.ForHash) of the JSON object {"image","name"}.
 //

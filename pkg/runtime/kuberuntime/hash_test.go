@@ -11,7 +11,10 @@ import (
 // The expected values were computed by the upstream kubelet v1.34.4's own
 // HashContainer (k8s.io/kubernetes/pkg/kubelet/container) for these specs:
 // the annotation this kubelet writes must be the one upstream writes and
-// compares against.
+// compares against. The algorithm is unchanged in v1.37.2 (FNV-32a over
+// dump.ForHash of the JSON of {name, image}); the last case is the golden
+// value of upstream's own container_hash_test.go at v1.37.2 (unchanged
+// since v1.31), for its sample container's name and image.
 func TestHashContainerMatchesUpstream(t *testing.T) {
 	for _, tc := range []struct {
 		c    v1.Container
@@ -21,6 +24,7 @@ func TestHashContainerMatchesUpstream(t *testing.T) {
 		{v1.Container{Name: "app", Image: "registry.k8s.io/pause:3.10.1", Command: []string{"x"}}, "c0cd0088"},
 		{v1.Container{Name: "web", Image: "nginx<&>"}, "6157f165"},
 		{v1.Container{}, "edd67cc4"},
+		{v1.Container{Name: "test_container", Image: "foo/image:v1", Command: []string{"/bin/testcmd"}}, "8e45cbd0"},
 	} {
 		if got := strconv.FormatUint(HashContainer(&tc.c), 16); got != tc.want {
 			t.Errorf("HashContainer(%q, %q) = %s, upstream writes %s", tc.c.Name, tc.c.Image, got, tc.want)

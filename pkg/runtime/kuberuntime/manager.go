@@ -196,12 +196,11 @@ func New(ctx context.Context, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("kuberuntime: RuntimeEndpoint is required")
 	}
 	o.setDefaults()
-	logger := klog.FromContext(ctx)
-	rs, err := remote.NewRemoteRuntimeService(o.RuntimeEndpoint, o.RuntimeRequestTimeout, nil, &logger)
+	rs, err := remote.NewRemoteRuntimeServiceBuilder().WithEndpoint(o.RuntimeEndpoint).WithConnectionTimeout(o.RuntimeRequestTimeout).WithTracerProvider(nil).Build(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to CRI runtime %s: %w", o.RuntimeEndpoint, err)
 	}
-	is, err := remote.NewRemoteImageService(o.ImageEndpoint, o.RuntimeRequestTimeout, nil, &logger)
+	is, err := remote.NewRemoteImageServiceBuilder().WithEndpoint(o.ImageEndpoint).WithConnectionTimeout(o.RuntimeRequestTimeout).WithTracerProvider(nil).Build(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to CRI image service %s: %w", o.ImageEndpoint, err)
 	}

@@ -251,7 +251,7 @@ func TestContainerConfig(t *testing.T) {
 	}
 	envs := map[string]string{}
 	for _, kv := range cfg.Envs {
-		envs[kv.Key] = kv.Value
+		envs[kv.Key] = string(kv.Value)
 	}
 	if envs["GREETING"] != "hello-world" || envs["POD"] != "web" {
 		t.Errorf("env %v", envs)

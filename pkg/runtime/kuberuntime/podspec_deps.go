@@ -7,11 +7,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gokubelet/kubelet/pkg/pod/envvars"
+	"github.com/gokubelet/kubelet/pkg/upstream"
 )
 
 // userAgentVersion is the Kubernetes minor version in the User-Agent of
 // HTTP lifecycle hooks (kube-lifecycle/<version>), as upstream.
-const userAgentVersion = "1.34"
+const userAgentVersion = upstream.Minor
 
 // StartedFunc reports whether the startup probe of one running container
 // instance has succeeded. It must not block: the pure decision reads it.

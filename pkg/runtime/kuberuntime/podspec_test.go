@@ -190,7 +190,7 @@ func basicPod(containers ...v1.Container) *v1.Pod {
 func envMap(cfg *runtimeapi.ContainerConfig) map[string]string {
 	out := map[string]string{}
 	for _, kv := range cfg.Envs {
-		out[kv.Key] = kv.Value
+		out[kv.Key] = string(kv.Value)
 	}
 	return out
 }

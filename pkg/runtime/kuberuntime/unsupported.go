@@ -17,6 +17,7 @@ const (
 	RefusedContainerResourceClaims = ".resources.claims (dynamic resource allocation)"
 	RefusedRestartPolicyRules      = ".restartPolicyRules"
 	RefusedStopSignal              = ".lifecycle.stopSignal"
+	RefusedBindMountOptions        = ".bindMountOptions (alpha, VolumeBindMountOptions)"
 )
 
 // Refusals of hostUsers: false (spec.hostUsers), by the runtime handler's
@@ -49,6 +50,11 @@ func unsupportedFields(pod *v1.Pod) error {
 		}
 		if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
 			out = append(out, path+RefusedStopSignal)
+		}
+		for j := range c.VolumeMounts {
+			if len(c.VolumeMounts[j].BindMountOptions) > 0 {
+				out = append(out, fmt.Sprintf("%s.volumeMounts[%d]%s", path, j, RefusedBindMountOptions))
+			}
 		}
 	}
 	for i := range pod.Spec.InitContainers {

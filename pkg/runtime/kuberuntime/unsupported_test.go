@@ -25,6 +25,9 @@ func TestUnsupportedFields(t *testing.T) {
 			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{StopSignal: ptr.To(v1.SIGUSR1)}
 		}, "spec.containers[0].lifecycle.stopSignal"},
 		"hostname override": {func(p *v1.Pod) { p.Spec.HostnameOverride = ptr.To("x") }, "spec.hostnameOverride"},
+		"bind mount options": {func(p *v1.Pod) {
+			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/v"}, {Name: "w", MountPath: "/w", BindMountOptions: []string{"noexec"}}}
+		}, "spec.containers[0].volumeMounts[1].bindMountOptions"},
 	} {
 		p := plain.DeepCopy()
 		tc.mutate(p)

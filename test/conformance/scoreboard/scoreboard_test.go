@@ -215,12 +215,12 @@ func TestCheck(t *testing.T) {
 }
 
 func TestReportShowsBothColumnsAndEveryNonPass(t *testing.T) {
-	ours := &Results{KubeVersion: "v1.34.4", Focus: focus, Skip: skip, Specs: []Spec{
+	ours := &Results{KubeVersion: "v1.37.2", Focus: focus, Skip: skip, Specs: []Spec{
 		{Name: "a", State: Passed},
 		{Name: "b", State: Failed, Cause: "logs <ip>:10250 | refused", Category: "kubelet API (10250): container logs not served"},
 		{Name: "e", State: Excluded, Cause: "no registry"},
 	}}
-	upstream := &Results{KubeVersion: "v1.34.4", Focus: focus, Skip: skip, Specs: []Spec{
+	upstream := &Results{KubeVersion: "v1.37.2", Focus: focus, Skip: skip, Specs: []Spec{
 		{Name: "a", State: Passed},
 		{Name: "b", State: Passed},
 		{Name: "e", State: Excluded, Cause: "no registry"},

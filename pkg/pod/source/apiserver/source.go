@@ -52,7 +52,9 @@ func New(client kubernetes.Interface, nodeName string, updates chan<- podconfig.
 		},
 	}
 	s.store, s.ctrl = cache.NewInformerWithOptions(cache.InformerOptions{
-		ListerWatcher: lw,
+		// The reflector asks the client whether it streams lists (client-go
+		// 0.35+ uses WatchList by default; a fake clientset cannot).
+		ListerWatcher: cache.ToListWatcherWithWatchListSemantics(lw, client),
 		ObjectType:    &v1.Pod{},
 		Handler: cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { s.markDirty() },
