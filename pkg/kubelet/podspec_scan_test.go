@@ -1,19 +1,14 @@
 package kubelet
 
 import (
-	"bytes"
-	"encoding/json"
 	"go/ast"
-	"go/importer"
-	"go/parser"
 	"go/token"
 	"go/types"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gokubelet/kubelet/internal/testing/typecheck"
 )
 
 const (
@@ -43,50 +38,11 @@ type productReads struct {
 	scope map[string]bool
 }
 
-type listedPackage struct {
-	ImportPath string
-	Dir        string
-	GoFiles    []string
-	Export     string
-}
-
 func scanProduct(t *testing.T) *productReads {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,Export", "./cmd/...", "./pkg/...", "./internal/...")
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	exports := map[string]string{}
-	var ours []listedPackage
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listedPackage
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		exports[p.ImportPath] = p.Export
-		if strings.HasPrefix(p.ImportPath, modulePath+"/") && !strings.HasPrefix(p.ImportPath, modulePath+"/internal/testing") {
-			ours = append(ours, p)
-		}
-	}
-	fset := token.NewFileSet()
-	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
-		f, ok := exports[path]
-		if !ok || f == "" {
-			return nil, os.ErrNotExist
-		}
-		return os.Open(f)
-	})
+	_, pkgs := typecheck.Load(t, filepath.Join("..", ".."), func(path string) bool {
+		return strings.HasPrefix(path, modulePath+"/") && !strings.HasPrefix(path, modulePath+"/internal/testing")
+	}, "./cmd/...", "./pkg/...", "./internal/...")
 	r := &productReads{fields: map[string]map[string]bool{}, conversions: map[string]map[string]bool{}, uses: map[string]map[string]bool{}, scope: map[string]bool{}}
 	add := func(m map[string]map[string]bool, k, pkg string) {
 		if m[k] == nil {
@@ -94,26 +50,9 @@ func scanProduct(t *testing.T) *productReads {
 		}
 		m[k][pkg] = true
 	}
-	for _, p := range ours {
+	for _, p := range pkgs {
 		rel := strings.TrimPrefix(p.ImportPath, modulePath+"/")
-		var files []*ast.File
-		for _, name := range p.GoFiles {
-			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, f)
-		}
-		info := &types.Info{
-			Selections: map[*ast.SelectorExpr]*types.Selection{},
-			Types:      map[ast.Expr]types.TypeAndValue{},
-			Uses:       map[*ast.Ident]types.Object{},
-		}
-		conf := types.Config{Importer: imp.(types.ImporterFrom)}
-		pkg, err := conf.Check(p.ImportPath, fset, files, info)
-		if err != nil {
-			t.Fatalf("type-checking %s: %v", p.ImportPath, err)
-		}
+		files, info, pkg := p.Files, p.Info, p.Types
 		for _, n := range pkg.Scope().Names() {
 			r.scope[rel+"."+n] = true
 		}

@@ -1,16 +1,7 @@
 package kubeletconfig
 
 import (
-	"bytes"
-	"encoding/json"
-	"go/ast"
-	"go/importer"
-	"go/parser"
-	"go/token"
 	"go/types"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -18,6 +9,8 @@ import (
 	"testing"
 
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/gokubelet/kubelet/internal/testing/typecheck"
 )
 
 const modulePath = "github.com/gokubelet/kubelet"
@@ -81,67 +74,16 @@ func goToJSON(m map[string]string, g string) string {
 	return ""
 }
 
-type listedPackage struct {
-	ImportPath string
-	Dir        string
-	GoFiles    []string
-	Export     string
-}
-
 // configFieldsRead returns the Go names of the KubeletConfiguration fields
 // selected anywhere in cmd/ and pkg/ outside this package.
 func configFieldsRead(t *testing.T) map[string]bool {
 	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", "list", "-export", "-deps", "-json=ImportPath,Dir,GoFiles,Export", "./cmd/...", "./pkg/...")
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	exports := map[string]string{}
-	var ours []listedPackage
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p listedPackage
-		if err := dec.Decode(&p); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		exports[p.ImportPath] = p.Export
-		if strings.HasPrefix(p.ImportPath, modulePath+"/") && !strings.HasPrefix(p.ImportPath, modulePath+"/pkg/config/") {
-			ours = append(ours, p)
-		}
-	}
-	fset := token.NewFileSet()
-	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
-		f, ok := exports[path]
-		if !ok || f == "" {
-			return nil, os.ErrNotExist
-		}
-		return os.Open(f)
-	})
+	_, pkgs := typecheck.Load(t, filepath.Join("..", "..", ".."), func(path string) bool {
+		return strings.HasPrefix(path, modulePath+"/") && !strings.HasPrefix(path, modulePath+"/pkg/config/")
+	}, "./cmd/...", "./pkg/...")
 	read := map[string]bool{}
-	for _, p := range ours {
-		var files []*ast.File
-		for _, name := range p.GoFiles {
-			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, f)
-		}
-		info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}}
-		conf := types.Config{Importer: imp.(types.ImporterFrom)}
-		if _, err := conf.Check(p.ImportPath, fset, files, info); err != nil {
-			t.Fatalf("type-checking %s: %v", p.ImportPath, err)
-		}
+	for _, p := range pkgs {
+		info := p.Info
 		for _, sel := range info.Selections {
 			if sel.Kind() != types.FieldVal {
 				continue
