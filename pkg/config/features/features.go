@@ -135,9 +135,12 @@ var Table = []Gate{
 	{"TopologyManagerPolicyOptions", Lacking, "", "the topology manager and its options"},
 	{"UserNamespacesSupport", Lacking, "", "hostUsers: false (refused with a reason on this node)"},
 	// Locked on upstream, implemented here.
+	{"ExecProbeTimeout", Locked, "pkg/pod/prober", "exec probes fail when they outlast timeoutSeconds"},
 	{"PodLifecycleSleepAction", Locked, "pkg/pod/hooks", "the sleep action of postStart and preStop hooks"},
+	{"ProcMountType", Locked, "pkg/pod/securitycontext", "procMount: Unmasked (no masked or read-only /proc paths)"},
 	{"RecursiveReadOnlyMounts", Locked, "pkg/runtime/kuberuntime", "recursiveReadOnly volume mounts through CRI"},
 	{"SidecarContainers", Locked, "pkg/runtime/kuberuntime", "init containers with restartPolicy Always (sidecars)"},
+	{"SupplementalGroupsPolicy", Locked, "pkg/pod/securitycontext, pkg/pod/admission", "supplementalGroupsPolicy through CRI; Strict refused on a runtime without it"},
 }
 
 // Lookup returns the table's row for name.
