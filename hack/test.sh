@@ -61,9 +61,11 @@ export GOKUBELET_CRI_ENDPOINT=unix://$(hack/containerd.sh socket test)
 if wants e2e || wants conformance; then
   stage "upstream control plane (the first run builds it from the Go module proxy: minutes; cached after)"
   hack/build-upstream.sh kube-apiserver kube-controller-manager kube-scheduler
-  stage "upstream kubelet for the takeover test (the first run builds it: minutes; cached after)"
+  stage "upstream kubelets $KUBE_VERSION and $KUBE_PREVIOUS_VERSION for the takeover tests (the first run builds them: minutes; cached after)"
   hack/build-upstream.sh kubelet
   export GOKUBELET_UPSTREAM_KUBELET=$UPSTREAM_CACHE/$KUBE_VERSION/bin/kubelet
+  KUBE_VERSION=$KUBE_PREVIOUS_VERSION hack/build-upstream.sh kubelet
+  export GOKUBELET_UPSTREAM_KUBELET_PREVIOUS=$UPSTREAM_CACHE/$KUBE_PREVIOUS_VERSION/bin/kubelet
 fi
 
 status=0

@@ -2,6 +2,10 @@
 # The upstream control plane (and the upstream kubelet used by the benchmark)
 # are built at KUBE_VERSION; change it here only.
 KUBE_VERSION=${KUBE_VERSION:-v1.37.2}
+# The previous minor's newest served patch: the upstream kubelet of a node
+# not yet upgraded, which TestTakeoverFromPreviousMinorAndBack takes over
+# (built by KUBE_VERSION=$KUBE_PREVIOUS_VERSION hack/build-upstream.sh kubelet).
+KUBE_PREVIOUS_VERSION=${KUBE_PREVIOUS_VERSION:-v1.36.3}
 UPSTREAM_CACHE=${UPSTREAM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/upstream}
 # The cluster DNS server, built from the Go module proxy (hack/build-coredns.sh);
 # the version kubeadm deploys with KUBE_VERSION.

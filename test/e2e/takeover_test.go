@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -34,11 +35,30 @@ import (
 // a sync of the pod by the kubelet in charge, and a container it wanted to
 // replace would have been replaced by then.
 func TestTakeoverFromUpstreamAndBack(t *testing.T) {
-	upstreamBin := os.Getenv("GOKUBELET_UPSTREAM_KUBELET")
+	testTakeover(t, "GOKUBELET_UPSTREAM_KUBELET")
+}
+
+// TestTakeoverFromPreviousMinorAndBack is the same with the upstream
+// kubelet of the previous minor (KUBE_PREVIOUS_VERSION in hack/versions.sh,
+// 1.36): a node not yet upgraded to the release this kubelet follows is
+// taken over, and handed back to the kubelet it ran.
+func TestTakeoverFromPreviousMinorAndBack(t *testing.T) {
+	testTakeover(t, "GOKUBELET_UPSTREAM_KUBELET_PREVIOUS")
+}
+
+// testTakeover runs the takeover there and back with the upstream kubelet
+// binary the environment variable names.
+func testTakeover(t *testing.T, binEnv string) {
+	upstreamBin := os.Getenv(binEnv)
 	if upstreamBin == "" {
 		// hack/test.sh builds it (cached) and sets the variable.
-		t.Fatal("GOKUBELET_UPSTREAM_KUBELET is not set: run through make test (hack/test.sh builds the upstream kubelet)")
+		t.Fatal(binEnv + " is not set: run through make test (hack/test.sh builds the upstream kubelets)")
 	}
+	version, err := osexec.Command(upstreamBin, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", upstreamBin, err)
+	}
+	t.Logf("takeover from and back to %s", strings.TrimSpace(string(version)))
 	// The shared kubelet owns the node identity: stop it for this test and
 	// start it again afterwards if it was running (tests run one at a time).
 	started := true
