@@ -29,3 +29,24 @@ PASS
 		t.Error("output without results accepted")
 	}
 }
+
+func TestLiveTailTable(t *testing.T) {
+	b := &bench{res: results{}}
+	for _, kind := range []string{"ours", "upstream"} {
+		b.res.add(kind, "log-tail", "size_mib", 105.9)
+	}
+	b.res.add("ours", "tail-10", "cpu_ms", 0.4)
+	b.res.add("upstream", "tail-10", "cpu_ms", 0.8)
+	b.res.add("ours", "tail-10000", "cpu_ms", 12)
+	tab := b.liveTailTable()
+	for _, want := range []string{"on a 106 MiB log", "| tail=10 (×50) | kubelet CPU / request (ms) | 0.40 | 0.80 | 0.50 |", "| tail=10000 (×10) | kubelet CPU / request (ms) | 12.0 | – | – |"} {
+		if !strings.Contains(tab, want) {
+			t.Errorf("table lacks %q:\n%s", want, tab)
+		}
+	}
+	// The pod writes the content, then the line the workload waits for.
+	cmd := liveTailPod().Spec.Containers[0].Command
+	if len(cmd) != 3 || !strings.Contains(cmd[2], "head -c 78643200") || !strings.HasSuffix(cmd[2], "echo "+liveTailDone+"; exec sleep 3600") {
+		t.Errorf("logger command %q", cmd)
+	}
+}

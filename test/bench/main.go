@@ -454,7 +454,9 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	if err := t.waitAll(stream, gone, 180*time.Second); err != nil {
 		return fmt.Errorf("deleting stream: %w", err)
 	}
-	return nil
+
+	// Log reads (livetail.go).
+	return b.runLiveTail(ctx, kind, ns, pid)
 }
 
 // logPhases splits our kubelet's share of each pod's startup with its log

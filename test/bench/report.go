@@ -155,6 +155,7 @@ part by hand; re-run `+"`make bench`"+` instead.
   RunPodSandbox, CreateContainer, StartContainer per pod, one goroutine per pod and no bound,
   which is the parallelism of our kubelet (one pod worker per pod, no limit). Latency: first CRI
   call issued to StartContainer returned.
+- Log reads, last in each kubelet's share of a round: see the section of that name below.
 - Every cell: median over rounds [min–max across rounds]. Ratios are computed per round between
   runs of the same round (paired), then median [min–max] over rounds.
 
@@ -169,6 +170,7 @@ part by hand; re-run `+"`make bench`"+` instead.
 `, m.date, m.commit, m.upstream, m.server, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
 		o.verbosity, testImage, o.batchSmall, o.batchLarge, o.settleIdle, o.batchLarge, o.streamN, o.streamEvery,
 		o.settleIdle, o.settleIdle, table, b.phaseTable())
+	sb.WriteString(b.liveTailTable())
 	if len(b.fails) > 0 {
 		sb.WriteString("### Failed runs (their figures are missing above)\n\n")
 		for _, f := range b.fails {
