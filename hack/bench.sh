@@ -67,7 +67,9 @@ if [ "${BENCH_MODE:-}" = scale ]; then
   mapfile -t contenders < <(hack/build-contenders.sh 9>&-)
   CLUSTER_NODE=0 hack/cluster.sh up >/dev/null 9>&-
   hack/node.sh stop >/dev/null 9>&-
-  vn_kubeconfig=$(hack/virtual-nodes.sh creds 9>&-)
+  # --shared: every contender acts as this one identity (our kubelet's node
+  # with identity: shared), so its flow schema counts each one's requests.
+  vn_kubeconfig=$(hack/virtual-nodes.sh creds --shared 9>&-)
   admin=(kubectl --kubeconfig /var/lib/gokubelet/cluster/admin.kubeconfig)
   "${admin[@]}" apply -f hack/bench-scale.yaml >/dev/null
   trap '"${admin[@]}" delete --ignore-not-found -f hack/bench-scale.yaml >/dev/null' EXIT

@@ -1,19 +1,25 @@
 #!/usr/bin/env bash
 # Credentials for virtual nodes on the local cluster (hack/cluster.sh).
 #
-#   hack/virtual-nodes.sh creds   issue a client certificate for the identity
+#   hack/virtual-nodes.sh creds [--shared]
+#                                 issue a client certificate for the identity
 #                                 gokubelet:virtual-nodes, write
 #                                 $CLUSTER_DIR/virtual-nodes.kubeconfig, and
 #                                 grant it the ClusterRole gokubelet:virtual-nodes
-#                                 (hack/virtual-nodes-rbac.yaml)
+#                                 (hack/virtual-nodes-rbac.yaml); with --shared
+#                                 also gokubelet:virtual-nodes-shared
+#                                 (hack/virtual-nodes-rbac-shared.yaml), without
+#                                 it that grant is removed
 #
 # Why a separate identity: a virtual node is a node of its own name, and the
 # kubelet's system:node:<name> credentials only let it act as that one node
-# (the Node authorizer and NodeRestriction). One identity with the RBAC of
-# hack/virtual-nodes-rbac.yaml serves every virtual node of a process, or
-# bootstraps a system:node:<name> identity for each node that asks for it
-# (identity: bootstrap). See docs/virtual-nodes.md, "Credentials".
-# Idempotent: re-running changes nothing.
+# (the Node authorizer and NodeRestriction). With hack/virtual-nodes-rbac.yaml
+# the identity bootstraps a system:node:<name> identity for each node (the
+# default, identity: bootstrap) and may do nothing a kubelet's credentials
+# may not; --shared adds what nodes acting as the file's identity
+# (identity: shared) need, and deleting Nodes taken out of the file. See
+# docs/virtual-nodes.md, "Credentials". Idempotent: re-running changes
+# nothing.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib-cluster.sh"
@@ -66,10 +72,22 @@ current-context: $VN_USER@$CLUSTER_NAME
 EOK
   if [ -f "$VN_KUBECONFIG" ] && cmp -s "$tmp" "$VN_KUBECONFIG"; then rm -f "$tmp"; else mv "$tmp" "$VN_KUBECONFIG"; log "wrote $VN_KUBECONFIG"; fi
   kubectl --kubeconfig "$ADMIN_KUBECONFIG" apply -f "$here/virtual-nodes-rbac.yaml" >/dev/null
+  if [ "$shared" = 1 ]; then
+    kubectl --kubeconfig "$ADMIN_KUBECONFIG" apply -f "$here/virtual-nodes-rbac-shared.yaml" >/dev/null
+  else
+    kubectl --kubeconfig "$ADMIN_KUBECONFIG" delete --ignore-not-found -f "$here/virtual-nodes-rbac-shared.yaml" >/dev/null
+  fi
   echo "$VN_KUBECONFIG"
 }
 
+shared=0
 case ${1:-} in
-  creds) cmd_creds ;;
-  *) echo "usage: $0 creds" >&2; exit 2 ;;
+  creds)
+    case ${2:-} in
+      "") ;;
+      --shared) shared=1 ;;
+      *) echo "usage: $0 creds [--shared]" >&2; exit 2 ;;
+    esac
+    cmd_creds ;;
+  *) echo "usage: $0 creds [--shared]" >&2; exit 2 ;;
 esac

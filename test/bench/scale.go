@@ -646,7 +646,9 @@ func (s *scaleBench) startContender(ctx context.Context, kind, nodeName, tag str
 			return nil, err
 		}
 		// The mock provider and the engine with their defaults; only what a
-		// virtual-only process needs is set.
+		// virtual-only process needs is set. identity: shared, so its
+		// requests go through the contenders' identity (and its flow
+		// schema) like the others'.
 		cfg := fmt.Sprintf(`apiVersion: gokubelet.io/v1alpha1
 kind: VirtualNodes
 realNode: false
@@ -655,6 +657,7 @@ instance: gokubelet-bench-scale
 - name: %s
   provider: mock
   port: %d
+  identity: shared
 %s`, indentLines(s.o.oursTop, ""), nodeName, port, indentLines(s.o.oursNode, "  "))
 		cfgPath := filepath.Join(dir, "virtual-nodes.yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	v1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -72,7 +73,10 @@ func baseVirtualNodes() map[string]string {
 // virtualNodesSetup issues the virtual nodes' identity and writes their
 // file; it returns the kubelet flags.
 func virtualNodesSetup(tmp string) ([]string, error) {
-	if err := framework.Script(repoRoot, nil, "hack/virtual-nodes.sh", "creds"); err != nil {
+	// --shared: the tests use nodes acting as the file's identity, and
+	// take nodes out of the file (their Nodes deleted);
+	// TestVirtualNodesRunWithLeastPrivilege runs the default RBAC alone.
+	if err := framework.Script(repoRoot, nil, "hack/virtual-nodes.sh", "creds", "--shared"); err != nil {
 		return nil, err
 	}
 	vnConfig = filepath.Join(tmp, "virtual-nodes.yaml")
@@ -792,7 +796,14 @@ func TestForgedTargetPodSpoofsNoStatus(t *testing.T) {
 // would get).
 func nodeIdentityKubeconfig(t *testing.T, name string) string {
 	t.Helper()
-	cert, err := clusterCA(t).ClientCert("system:node:"+name, "system:nodes")
+	return userKubeconfig(t, "system:node:"+name, "system:nodes")
+}
+
+// userKubeconfig writes a kubeconfig for a client certificate of the
+// cluster CA naming user and groups.
+func userKubeconfig(t *testing.T, user string, groups ...string) string {
+	t.Helper()
+	cert, err := clusterCA(t).ClientCert(user, groups...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -809,7 +820,7 @@ func nodeIdentityKubeconfig(t *testing.T, name string) string {
 	cfg.AuthInfos["u"] = &clientcmdapi.AuthInfo{ClientCertificateData: rc.CertData, ClientKeyData: rc.KeyData}
 	cfg.Contexts["c"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u"}
 	cfg.CurrentContext = "c"
-	path := filepath.Join(t.TempDir(), name+".kubeconfig")
+	path := filepath.Join(t.TempDir(), strings.ReplaceAll(user, ":", "_")+".kubeconfig")
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
@@ -962,5 +973,86 @@ func TestVirtualNodeBootstrapsItsOwnIdentity(t *testing.T) {
 	}
 	if _, err := nodeClient.CoreV1().Secrets(ns).Get(ctx, "unused", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("the node reading a Secret no pod of it uses: %v, want 403 Forbidden", err)
+	}
+}
+
+// With nothing but the shipped least-privileged RBAC
+// (hack/virtual-nodes-rbac.yaml) for the file's identity, a process of
+// virtual nodes in the default mode (each obtains system:node:<name>)
+// registers its node and runs a pod whose environment reads a Secret.
+// Taken out of the file, the node is drained but its Node stays (no
+// kubelet's rights include deleting Nodes), and the log says why.
+func TestVirtualNodesRunWithLeastPrivilege(t *testing.T) {
+	node(t)
+	ctx := context.Background()
+	const user, vn = "gokubelet:vn-least", "vk-least"
+	kc := userKubeconfig(t, user)
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "gokubelet:virtual-nodes"},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.RbacV1().ClusterRoleBindings().Delete(context.Background(), user, metav1.DeleteOptions{})
+		_ = client.CoreV1().Nodes().Delete(context.Background(), vn, metav1.DeleteOptions{})
+	})
+
+	tmp := t.TempDir()
+	cfg := filepath.Join(tmp, "vn.yaml")
+	head := fmt.Sprintf("apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nkubeconfig: %s\nrealNode: false\ninstance: e2e-least\n", kc)
+	if err := os.WriteFile(cfg, []byte(head+fmt.Sprintf(`nodes:
+- name: %s
+  provider: mock
+  port: %d
+  providerConfig: {startDelay: 100ms}
+`, vn, framework.FreePort(t))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	k := &framework.Kubelet{Bin: kubeletBin}
+	k.HealthzPort = framework.FreePort(t)
+	root := filepath.Join(tmp, "root")
+	k.Args = []string{"--kubeconfig", kc, "--virtual-nodes-config", cfg, "--root-dir", root,
+		"--healthz-port", fmt.Sprint(k.HealthzPort), "--node-ip", clusterEnv["NODE_IP"], "-v", "2"}
+	k.Start(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the least-privileged kubelet's log:\n%s", framework.Tail(k.Log(), 80))
+		}
+		k.Stop(t)
+	})
+	waitNodeReady(t, vn, framework.WaitLimit)
+	pemPath := filepath.Join(root, "virtual-nodes", "nodes", vn, "identity", "pki", "kubelet-client-current.pem")
+	if c := readPEMCert(t, pemPath); c.Subject.CommonName != "system:node:"+vn {
+		t.Errorf("the node's certificate is for %q, want its own identity by default", c.Subject.CommonName)
+	}
+
+	ns := namespace(t)
+	dumpOnFailure(t, client, ns)
+	s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "used", Namespace: ns}, StringData: map[string]string{"k": "v"}}
+	if _, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p := testPod("least", "--tcp-port=7000")
+	p.Spec.NodeName = vn
+	p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
+	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "USED", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "used"}, Key: "k"}}}}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, "least", "Running on "+vn, running)
+
+	if err := os.WriteFile(cfg, []byte(head+"nodes: []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	framework.Eventually(t, "the kubelet saying the removed node's Node stays", func() (bool, string) {
+		return strings.Contains(k.Log(), "stays registered: the virtual nodes' identity may not delete Nodes"), "no such log line"
+	})
+	if _, err := client.CoreV1().Nodes().Get(ctx, vn, metav1.GetOptions{}); err != nil {
+		t.Errorf("the removed node's Node: %v, want it left in place", err)
 	}
 }

@@ -18,8 +18,9 @@
 //	  labels: {example.com/pool: burst}
 //	  taints: []              # default: virtual-kubelet.io/provider=<provider>:NoSchedule
 //	  capacity: {pods: "500"} # overrides the provider's
-//	  kubeconfig: ""          # this node's own identity (default: the file's)
-//	  identity: bootstrap     # obtain system:node:<name> by a CSR, the file's identity bootstrapping it
+//	  kubeconfig: ""          # this node's own identity (a kubeconfig of system:node:<name>)
+//	  identity: bootstrap     # without a kubeconfig (default): obtain system:node:<name> by a CSR,
+//	                          # the file's identity bootstrapping it; shared: act as the file's identity
 //	  podSync: {workers: 50, statusWorkers: 100, retryBase: 200ms, retryMax: 2m,
 //	            retryQPS: 0, pollInterval: 2s, resyncInterval: 1m}
 //
@@ -108,20 +109,27 @@ type Node struct {
 	// empty list none.
 	Taints     []v1.Taint        `json:"taints"`
 	Capacity   map[string]string `json:"capacity,omitempty"`
-	Kubeconfig string            `json:"kubeconfig,omitempty"`
-	// Identity "bootstrap": the node obtains its own identity
-	// system:node:<name> (a client certificate from a CSR to the
-	// kube-apiserver-client-kubelet signer, made with the file's identity,
-	// rotated as a kubelet's), so the Node authorizer and NodeRestriction
-	// confine it to its own Node, pods, Secrets and tokens. "" (default):
-	// Kubeconfig, else the file's identity.
+	// Kubeconfig is the node's own identity (system:node:<name>); then
+	// Identity stays empty.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Identity, for a node without a Kubeconfig: "bootstrap" (the
+	// default) obtains the node's own identity system:node:<name> (a
+	// client certificate from a CSR to the kube-apiserver-client-kubelet
+	// signer, made with the file's identity, rotated as a kubelet's), so
+	// the Node authorizer and NodeRestriction confine it to its own Node,
+	// pods, Secrets and tokens, as they confine a real node. "shared"
+	// acts as the file's identity, which then needs the wider ClusterRole
+	// of hack/virtual-nodes-rbac-shared.yaml.
 	Identity string  `json:"identity,omitempty"`
 	PodSync  PodSync `json:"podSync,omitempty"`
 }
 
-// IdentityBootstrap is Node.Identity's value for a node identity obtained
-// by a CSR.
-const IdentityBootstrap = "bootstrap"
+// Node.Identity's values: a node identity obtained by a CSR (the default
+// without a kubeconfig), or the file's identity.
+const (
+	IdentityBootstrap = "bootstrap"
+	IdentityShared    = "shared"
+)
 
 // PodSync tunes the node's pod work queue (zero: the engine's defaults).
 type PodSync struct {
@@ -214,7 +222,11 @@ func Decode(data []byte, dir string) (*Config, error) {
 	}
 	c.Kubeconfig = abs(c.Kubeconfig)
 	for i := range c.Nodes {
-		c.Nodes[i].Kubeconfig = abs(c.Nodes[i].Kubeconfig)
+		n := &c.Nodes[i]
+		n.Kubeconfig = abs(n.Kubeconfig)
+		if n.Kubeconfig == "" && n.Identity == "" {
+			n.Identity = IdentityBootstrap
+		}
 	}
 	if errs := c.validate(); len(errs) > 0 {
 		msgs := make([]string, 0, len(errs))
@@ -266,12 +278,12 @@ func (c *Config) validate() field.ErrorList {
 		}
 		switch n.Identity {
 		case "":
-		case IdentityBootstrap:
+		case IdentityBootstrap, IdentityShared:
 			if n.Kubeconfig != "" {
-				errs = append(errs, field.Invalid(p.Child("identity"), n.Identity, "a node with its own kubeconfig cannot bootstrap another identity"))
+				errs = append(errs, field.Invalid(p.Child("identity"), n.Identity, "a node with its own kubeconfig acts as that identity; leave identity empty"))
 			}
 		default:
-			errs = append(errs, field.NotSupported(p.Child("identity"), n.Identity, []string{"", IdentityBootstrap}))
+			errs = append(errs, field.NotSupported(p.Child("identity"), n.Identity, []string{IdentityBootstrap, IdentityShared}))
 		}
 		if n.Port <= 0 || n.Port > 65535 {
 			errs = append(errs, field.Invalid(p.Child("port"), n.Port, "the node's kubelet API port is required (1-65535)"))

@@ -64,6 +64,15 @@ func TestDecode(t *testing.T) {
 	if remote.Kubeconfig != "/abs/node.kubeconfig" || mock.PodSync.Workers != 10 || mock.PodSync.RetryBase.Duration != 50*time.Millisecond {
 		t.Errorf("node fields: %+v %+v", remote, mock.PodSync)
 	}
+	// A node without a kubeconfig obtains its own identity unless it
+	// asks for the file's.
+	if mock.Identity != IdentityBootstrap || remote.Identity != "" {
+		t.Errorf("identities: mock %q, remote (own kubeconfig) %q", mock.Identity, remote.Identity)
+	}
+	shared, err := Decode([]byte("apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nnodes:\n- {name: a, provider: mock, port: 1, identity: shared}\n"), "")
+	if err != nil || shared.Nodes[0].Identity != IdentityShared {
+		t.Errorf("identity: shared: %v %+v", err, shared)
+	}
 	if !mock.Equal(&c.Nodes[0]) || mock.Equal(&remote) {
 		t.Error("Equal")
 	}
@@ -87,6 +96,7 @@ func TestDecodeErrorsNameTheField(t *testing.T) {
 		"negative delay": {head + "nodes:\n- {name: a, provider: mock, port: 1, podSync: {retryMax: -1s}}\n", "podSync.retryMax"},
 		"bad identity":   {head + "nodes:\n- {name: a, provider: mock, port: 1, identity: mine}\n", "nodes[a].identity"},
 		"two identities": {head + "nodes:\n- {name: a, provider: mock, port: 1, identity: bootstrap, kubeconfig: /k}\n", "nodes[a].identity"},
+		"shared and own": {head + "nodes:\n- {name: a, provider: mock, port: 1, identity: shared, kubeconfig: /k}\n", "nodes[a].identity"},
 	} {
 		_, err := Decode([]byte(tc.body), "")
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

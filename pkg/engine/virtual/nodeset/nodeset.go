@@ -472,13 +472,18 @@ func (v *Set) remove(ctx context.Context, n *virtualNode) {
 	}
 	// The Node is deleted with the file's identity: a node's own identity
 	// (system:node:<name>) may not delete Nodes.
+	var derr error
 	if sc, err := v.clientsFor(ctx, ""); err == nil {
-		deleteNode(ctx, sc.clients, n.def.Name)
+		derr = deleteNode(ctx, sc.clients, n.def.Name)
 	} else if clients != nil {
-		deleteNode(ctx, clients, n.def.Name)
+		derr = deleteNode(ctx, clients, n.def.Name)
 	}
-	if err := v.registry().remove(n.def.Name); err != nil {
-		log.Error(err, "Updating the record of registered virtual nodes")
+	// A Node that could not be deleted stays recorded: the next start
+	// tries again.
+	if derr == nil {
+		if err := v.registry().remove(n.def.Name); err != nil {
+			log.Error(err, "Updating the record of registered virtual nodes")
+		}
 	}
 	v.mu.Lock()
 	if v.running[n.def.Name] == n {
@@ -488,24 +493,33 @@ func (v *Set) remove(ctx context.Context, n *virtualNode) {
 	v.mu.Unlock()
 }
 
-// deleteNode deletes a virtual node's Node (UID precondition) and Lease.
-func deleteNode(ctx context.Context, clients *node.Clients, name string) {
+// deleteNode deletes a virtual node's Lease and Node (UID precondition).
+// It returns the Node's deletion error (nil when gone).
+func deleteNode(ctx context.Context, clients *node.Clients, name string) error {
 	log := klog.FromContext(ctx).WithValues("virtualNode", name)
+	err := clients.Kube.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		log.V(2).Info("Deleting the removed virtual node's Lease", "err", err)
+	}
 	nodes := clients.Kube.CoreV1().Nodes()
 	n, err := nodes.Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
 		uid := n.UID
 		err = nodes.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		log.Error(err, "Deleting the removed virtual node's Node object")
-	} else {
+	switch {
+	case err == nil || apierrors.IsNotFound(err):
 		log.Info("Deleted the removed virtual node's Node object")
+		return nil
+	case apierrors.IsForbidden(err):
+		// The least-privileged identity (hack/virtual-nodes-rbac.yaml)
+		// may not delete Nodes, as no kubelet may.
+		log.Error(err, "The removed virtual node's Node object stays registered: the virtual nodes' identity may not delete Nodes "+
+			"(grant it hack/virtual-nodes-rbac-shared.yaml, or delete the Node as an admin); the next start tries again")
+	default:
+		log.Error(err, "Deleting the removed virtual node's Node object; the next start tries again")
 	}
-	err = clients.Kube.CoordinationV1().Leases(v1.NamespaceNodeLease).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		log.V(2).Info("Deleting the removed virtual node's Lease", "err", err)
-	}
+	return err
 }
 
 // removeStale deletes Nodes this process registered earlier that the
@@ -545,7 +559,9 @@ func (v *Set) removeStale(ctx context.Context) {
 			log.Info("A Node this process registered earlier now belongs to someone else; leaving it", "virtualNode", name)
 		default:
 			log.Info("Deleting a virtual node no longer in the config (its provider's pods, if any, are not drained)", "virtualNode", name)
-			deleteNode(ctx, sc.clients, name)
+			if deleteNode(ctx, sc.clients, name) != nil {
+				continue // recorded still: the next start tries again
+			}
 		}
 		if err := reg.remove(name); err != nil {
 			log.Error(err, "Updating the record of registered virtual nodes", "file", reg.path)

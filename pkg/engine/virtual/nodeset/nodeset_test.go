@@ -25,14 +25,16 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 )
 
+// The nodes act as the file's identity (the fake clientset's): a node
+// identity would need a CSR signed by a control plane.
 const vnFile = `apiVersion: gokubelet.io/v1alpha1
 kind: VirtualNodes
 instance: unit
 nodes:
-- {name: vn-a, provider: mock, port: 10260}
+- {name: vn-a, provider: mock, port: 10260, identity: shared}
 `
 
-const vnB = `- {name: vn-b, provider: mock, port: 10261}
+const vnB = `- {name: vn-b, provider: mock, port: 10261, identity: shared}
 `
 
 // The virtual nodes follow their file: at start, a node this process
