@@ -416,10 +416,8 @@ func TestKubernetesProviderConformance(t *testing.T) {
 	origin := vnClient(t, filepath.Join(clusterDir, "virtual-nodes.kubeconfig"))
 	providertest.Run(t, providertest.Harness{
 		Namespace: ns,
-		// The kubelet API (10250) the target's API server proxies logs,
-		// exec and port-forward to is built on branch api; until it is
-		// merged the streams cannot work on this cluster.
-		SkipStreams: "this cluster's node serves no kubelet API on 10250 yet (branch api)",
+		// Streams run too: the target's API server proxies logs, exec and
+		// port-forward to this cluster's node, this kubelet's 10250.
 		New: func(t *testing.T, nodeName string) provider.Provider {
 			p, err := k8sprovider.New(context.Background(), provider.InitConfig{
 				NodeName: nodeName, Client: origin, Objects: virtual.ClientObjects{Client: origin},
