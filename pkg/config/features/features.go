@@ -116,7 +116,6 @@ var Table = []Gate{
 	{"LocalStorageCapacityIsolationFSQuotaMonitoring", Lacking, "", "project quotas for emptyDir usage"},
 	{"MemoryManager", Lacking, "", "the memory manager (memoryManagerPolicy, reservedMemory)"},
 	{"MemoryQoS", Lacking, "", "memory.high and memory.min for cgroup v2 memory QoS"},
-	{"NodeDeclaredFeatures", Lacking, "", "declared node features in the Node status (1.35+)"},
 	{"NodeLogQuery", Lacking, "", "the query parameters of /logs/ (enableSystemLogQuery)"},
 	{"NodeSwap", Lacking, "", "swap for pods (memorySwap)"},
 	{"PodAndContainerStatsFromCRI", Lacking, "", "taking every pod and container stat from CRI alone"},
@@ -136,6 +135,7 @@ var Table = []Gate{
 	{"UserNamespacesSupport", Lacking, "", "hostUsers: false (refused with a reason on this node)"},
 	// Locked on upstream, implemented here.
 	{"ExecProbeTimeout", Locked, "pkg/pod/prober", "exec probes fail when they outlast timeoutSeconds"},
+	{"NodeDeclaredFeatures", Locked, "pkg/node/nodestatus", "status.declaredFeatures: the kubelet's to write; this kubelet declares none, replacing a list another kubelet left"},
 	{"PodLifecycleSleepAction", Locked, "pkg/pod/hooks", "the sleep action of postStart and preStop hooks"},
 	{"ProcMountType", Locked, "pkg/pod/securitycontext", "procMount: Unmasked (no masked or read-only /proc paths)"},
 	{"RecursiveReadOnlyMounts", Locked, "pkg/runtime/kuberuntime", "recursiveReadOnly volume mounts through CRI"},

@@ -104,6 +104,18 @@ type Facts struct {
 	Conditions []v1.NodeCondition
 }
 
+// DeclaredFeatures is the Node's status.declaredFeatures: the features
+// (named by their upstream gates) this kubelet tells the control plane it
+// has, so that the API server and scheduler may rely on them. It declares
+// none. The field is the kubelet's to write (NodeDeclaredFeatures, GA in
+// 1.37), so a list left by the upstream kubelet of a node taken over is
+// replaced: left standing, ExtendWebSocketsToKubelet made the API server
+// hand exec over websocket v5 to this kubelet, whose runtime's streaming
+// server speaks up to v4 (403), and InPlacePodLevelResourcesVerticalScaling
+// and RestartAllContainersOnContainerExits promised features this kubelet
+// lacks (docs/configuration.md, the gate table).
+func DeclaredFeatures() []string { return nil }
+
 // RuntimeFacts are the runtime's handlers and features as the Node reports
 // them (status.runtimeHandlers, status.features); nil Features clear the
 // field.
@@ -245,6 +257,7 @@ func SetStatus(node *v1.Node, cfg *Config, f Facts, now metav1.Time) {
 		node.Status.RuntimeHandlers = f.Runtime.Handlers
 		node.Status.Features = f.Runtime.Features
 	}
+	node.Status.DeclaredFeatures = DeclaredFeatures()
 	desired := desiredConditions(f.Capacity, f.Readiness, f.Pressure)
 	for _, c := range f.Conditions {
 		if !isKubeletCondition(c.Type) {

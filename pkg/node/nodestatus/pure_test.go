@@ -349,3 +349,31 @@ func TestSetStatusExtraConditions(t *testing.T) {
 		t.Errorf("BackendQuota = %+v", extra)
 	}
 }
+
+// The declared features are the kubelet's: a list the upstream kubelet
+// left on a node taken over is cleared by the status patch.
+func TestSetStatusReplacesDeclaredFeatures(t *testing.T) {
+	cfg := &Config{NodeName: "n"}
+	f := Facts{Capacity: v1.ResourceList{v1.ResourcePods: resource.MustParse("10")}}
+	old := NewNode(cfg, f)
+	old.UID = "u1"
+	old.Status.DeclaredFeatures = []string{"ExtendWebSocketsToKubelet", "RestartAllContainersOnContainerExits"}
+	upd := old.DeepCopy()
+	SetStatus(upd, cfg, f, metav1.Now())
+	patch, err := StatusPatch(old, upd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldJSON, _ := json.Marshal(old)
+	merged, err := strategicpatch.StrategicMergePatch(oldJSON, patch, v1.Node{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got v1.Node
+	if err := json.Unmarshal(merged, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got.Status.DeclaredFeatures, DeclaredFeatures()) {
+		t.Errorf("declaredFeatures after the patch = %q, want %q (patch %s)", got.Status.DeclaredFeatures, DeclaredFeatures(), patch)
+	}
+}
