@@ -18,6 +18,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+	"github.com/gokubelet/kubelet/pkg/pod/staticpod"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 	"github.com/gokubelet/kubelet/test/framework"
 )
@@ -35,20 +37,30 @@ import (
 // a sync of the pod by the kubelet in charge, and a container it wanted to
 // replace would have been replaced by then.
 func TestTakeoverFromUpstreamAndBack(t *testing.T) {
-	testTakeover(t, "GOKUBELET_UPSTREAM_KUBELET")
+	testTakeover(t, "GOKUBELET_UPSTREAM_KUBELET", false)
 }
 
 // TestTakeoverFromPreviousMinorAndBack is the same with the upstream
 // kubelet of the previous minor (KUBE_PREVIOUS_VERSION in hack/versions.sh,
 // 1.36): a node not yet upgraded to the release this kubelet follows is
 // taken over, and handed back to the kubelet it ran.
+//
+// One thing differs, for upstream as here: a static pod's UID is a hash of
+// upstream's internal pod type, which gains fields from one minor to the
+// next, so a static pod started by 1.36 has another UID under 1.37 (this
+// kubelet's rule is 1.37.2's: TestStaticPodUIDMatchesUpstream) and is
+// recreated once, as upstream 1.37 recreates it; handed back, 1.36
+// recreates it under its own UID. The test expects exactly that of a
+// static pod whose UID rule differs, and holds it to no restart if the
+// rules agree. Every API pod keeps its containers.
 func TestTakeoverFromPreviousMinorAndBack(t *testing.T) {
-	testTakeover(t, "GOKUBELET_UPSTREAM_KUBELET_PREVIOUS")
+	testTakeover(t, "GOKUBELET_UPSTREAM_KUBELET_PREVIOUS", true)
 }
 
 // testTakeover runs the takeover there and back with the upstream kubelet
-// binary the environment variable names.
-func testTakeover(t *testing.T, binEnv string) {
+// binary the environment variable names; previousMinor: that kubelet's
+// static-pod UIDs may differ from this kubelet's (see above).
+func testTakeover(t *testing.T, binEnv string, previousMinor bool) {
 	upstreamBin := os.Getenv(binEnv)
 	if upstreamBin == "" {
 		// hack/test.sh builds it (cached) and sets the variable.
@@ -179,6 +191,17 @@ authorization:
 		})
 	}
 	before := snapshotPods(t, names)
+	// The static pod's UID under each kubelet: this kubelet's rule, and
+	// the upstream kubelet's as it ran it.
+	staticPath := filepath.Join(static, "static-web.yaml")
+	parsed, err := staticpod.Parse([]byte(staticTakeoverManifest), podspec.SourceFile, staticPath, nodeName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staticUID := map[*framework.Kubelet]string{ours: string(parsed[0].UID), upstream: before[staticName].UID}
+	if !previousMinor && staticUID[ours] != staticUID[upstream] {
+		t.Errorf("the static pod's UID under upstream %s differs from this kubelet's %s for the same release", staticUID[upstream], staticUID[ours])
+	}
 
 	// 2. This kubelet takes over.
 	for _, step := range []struct {
@@ -195,6 +218,15 @@ authorization:
 		current = step.to
 		step.to.Start(t)
 		waitNodeReady(t, nodeName, framework.WaitLimit)
+		if want := staticUID[step.to]; want != before[staticName].UID {
+			// Only across minors (checked above): the static pod is
+			// recreated under the new kubelet's UID, once.
+			t.Logf("%s: UID %s under %s, %s under %s: recreated, as upstream does across these releases", staticName, before[staticName].UID, step.fromName, want, step.toName)
+			waitTakeoverPod(t, staticName, "recreated under UID "+want, func(p *v1.Pod) bool {
+				return running(p) && p.Annotations["kubernetes.io/config.mirror"] == want
+			})
+			delete(before, staticName)
+		}
 		for _, n := range names {
 			flipReadiness(t, n, step.toName)
 		}
@@ -215,11 +247,16 @@ authorization:
 		if _, err := client.CoreV1().Pods(ns).Create(context.Background(), extra, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		manifest := strings.Replace(staticTakeoverManifest, "name: static-web", "name: static-ours", 1)
-		if err := os.WriteFile(filepath.Join(static, "static-ours.yaml"), []byte(manifest), 0o644); err != nil {
-			t.Fatal(err)
+		added := []string{ns + "/by-ours"}
+		if !previousMinor {
+			// Across minors a second static pod would be recreated on the
+			// way back under a UID the test cannot know in advance.
+			manifest := strings.Replace(staticTakeoverManifest, "name: static-web", "name: static-ours", 1)
+			if err := os.WriteFile(filepath.Join(static, "static-ours.yaml"), []byte(manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			added = append(added, "kube-system/static-ours-"+strings.ToLower(nodeName))
 		}
-		added := []string{ns + "/by-ours", "kube-system/static-ours-" + strings.ToLower(nodeName)}
 		for _, n := range added {
 			waitTakeoverPod(t, n, "running and ready under this kubelet", func(p *v1.Pod) bool {
 				if !running(p) {
