@@ -937,22 +937,7 @@ func TestVirtualNodeBootstrapsItsOwnIdentity(t *testing.T) {
 	tns := "bt-" + ns
 	targetNamespaceCleanup(t, client, tns)
 	dumpOnFailure(t, client, ns, tns)
-	for _, name := range []string{"used", "unused"} {
-		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, StringData: map[string]string{"k": name}}
-		if _, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p := testPod("own-identity", "--tcp-port=7000")
-	p.Spec.NodeName = vn
-	p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
-	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
-	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "USED", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
-		LocalObjectReference: v1.LocalObjectReference{Name: "used"}, Key: "k"}}}}
-	if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPod(t, ns, "own-identity", "Running on "+vn, running)
+	runSecretEnvPod(t, ns, "own-identity", vn, "used", "unused")
 
 	pair, err := tls.LoadX509KeyPair(pemPath, pemPath)
 	if err != nil {
@@ -1029,20 +1014,7 @@ func TestVirtualNodesRunWithLeastPrivilege(t *testing.T) {
 
 	ns := namespace(t)
 	dumpOnFailure(t, client, ns)
-	s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "used", Namespace: ns}, StringData: map[string]string{"k": "v"}}
-	if _, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	p := testPod("least", "--tcp-port=7000")
-	p.Spec.NodeName = vn
-	p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
-	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
-	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "USED", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
-		LocalObjectReference: v1.LocalObjectReference{Name: "used"}, Key: "k"}}}}
-	if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitPod(t, ns, "least", "Running on "+vn, running)
+	runSecretEnvPod(t, ns, "least", vn, "used")
 
 	if err := os.WriteFile(cfg, []byte(head+"nodes: []\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -1053,4 +1025,28 @@ func TestVirtualNodesRunWithLeastPrivilege(t *testing.T) {
 	if _, err := client.CoreV1().Nodes().Get(ctx, vn, metav1.GetOptions{}); err != nil {
 		t.Errorf("the removed node's Node: %v, want it left in place", err)
 	}
+}
+
+// runSecretEnvPod creates the Secrets named in ns (key k) and a pod bound
+// to virtual node vn whose environment reads the first, and waits until
+// the pod runs there.
+func runSecretEnvPod(t *testing.T, ns, name, vn string, secrets ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, sn := range secrets {
+		s := &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: sn, Namespace: ns}, StringData: map[string]string{"k": sn}}
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := testPod(name, "--tcp-port=7000")
+	p.Spec.NodeName = vn
+	p.Spec.Tolerations = []v1.Toleration{{Key: "virtual-kubelet.io/provider", Operator: v1.TolerationOpExists}}
+	p.Spec.TerminationGracePeriodSeconds = ptrTo(int64(1))
+	p.Spec.Containers[0].Env = []v1.EnvVar{{Name: "USED", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: secrets[0]}, Key: "k"}}}}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitPod(t, ns, name, "Running on "+vn, running)
 }

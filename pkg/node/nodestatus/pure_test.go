@@ -290,19 +290,7 @@ func TestStatusPatchReplacesChangedAddresses(t *testing.T) {
 	upd := old.DeepCopy()
 	// A second address of the same type (dual stack added).
 	upd.Status.Addresses = []v1.NodeAddress{{Type: v1.NodeInternalIP, Address: "10.0.0.1"}, {Type: v1.NodeInternalIP, Address: "fd00::1"}, {Type: v1.NodeHostName, Address: "n"}}
-	patch, err := StatusPatch(old, upd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldJSON, _ := json.Marshal(old)
-	merged, err := strategicpatch.StrategicMergePatch(oldJSON, patch, v1.Node{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got v1.Node
-	if err := json.Unmarshal(merged, &got); err != nil {
-		t.Fatal(err)
-	}
+	patch, got := patchedStatus(t, old, upd)
 	if !equality.Semantic.DeepEqual(got.Status.Addresses, upd.Status.Addresses) {
 		t.Errorf("addresses after patch %v, want %v (patch %s)", got.Status.Addresses, upd.Status.Addresses, patch)
 	}
@@ -360,6 +348,16 @@ func TestSetStatusReplacesDeclaredFeatures(t *testing.T) {
 	old.Status.DeclaredFeatures = []string{"ExtendWebSocketsToKubelet", "RestartAllContainersOnContainerExits"}
 	upd := old.DeepCopy()
 	SetStatus(upd, cfg, f, metav1.Now())
+	patch, got := patchedStatus(t, old, upd)
+	if !equality.Semantic.DeepEqual(got.Status.DeclaredFeatures, DeclaredFeatures()) {
+		t.Errorf("declaredFeatures after the patch = %q, want %q (patch %s)", got.Status.DeclaredFeatures, DeclaredFeatures(), patch)
+	}
+}
+
+// patchedStatus is old with the status patch from old to upd applied, as
+// the API server applies it.
+func patchedStatus(t *testing.T, old, upd *v1.Node) ([]byte, v1.Node) {
+	t.Helper()
 	patch, err := StatusPatch(old, upd)
 	if err != nil {
 		t.Fatal(err)
@@ -373,7 +371,5 @@ func TestSetStatusReplacesDeclaredFeatures(t *testing.T) {
 	if err := json.Unmarshal(merged, &got); err != nil {
 		t.Fatal(err)
 	}
-	if !equality.Semantic.DeepEqual(got.Status.DeclaredFeatures, DeclaredFeatures()) {
-		t.Errorf("declaredFeatures after the patch = %q, want %q (patch %s)", got.Status.DeclaredFeatures, DeclaredFeatures(), patch)
-	}
+	return patch, got
 }
