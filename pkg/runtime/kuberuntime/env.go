@@ -18,6 +18,11 @@ func (m *Manager) containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container
 		return override, nil
 	}
 	deps := m.opts.PodSpec
+	if pod.Spec.HostNetwork {
+		// A host-network pod's IPs are the node's, as its status says
+		// (podstatus.PodIPs); its sandbox reports none.
+		podIPs = deps.HostIPs
+	}
 	in := envvars.Inputs{PodIPs: podIPs, HostIPs: deps.HostIPs}
 	if envvars.NeedsObjects(c) {
 		src, err := envvars.Fetch(ctx, deps.Objects, pod, c)

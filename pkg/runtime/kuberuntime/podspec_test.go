@@ -248,6 +248,25 @@ func TestEnvironmentEndToEnd(t *testing.T) {
 		t.Errorf("command %q", got)
 	}
 
+	// A host-network pod's status.podIP is the node's IP (upstream's
+	// conformance "host IP and pod IP as an env var if pod uses host
+	// network").
+	hn := basicPod(v1.Container{Name: "app", Env: []v1.EnvVar{
+		{Name: "POD_IP", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "POD_IPS", ValueFrom: &v1.EnvVarSource{FieldRef: &v1.ObjectFieldSelector{FieldPath: "status.podIPs"}}}}})
+	hn.Spec.HostNetwork = true
+	hnEnv, err := e.m.containerEnv(context.Background(), hn, &hn.Spec.Containers[0], nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, v := range hnEnv {
+		got[v.Name] = v.Value
+	}
+	if got["POD_IP"] != "192.0.2.1" || got["POD_IPS"] != "192.0.2.1" {
+		t.Errorf("host-network pod: POD_IP %q POD_IPS %q, want the node's 192.0.2.1", got["POD_IP"], got["POD_IPS"])
+	}
+
 	// A required key that is missing: the container waits with
 	// CreateContainerConfigError naming it, and a Failed event says so.
 	bad := basicPod(v1.Container{Name: "app", Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{
