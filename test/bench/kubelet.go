@@ -65,16 +65,13 @@ containerLogMaxSize: 200Mi
 		// the node) for every pod, which is not a node anyone runs.
 		common += fmt.Sprintf("clusterDNS: [%q]\n", dns)
 	}
-	extra := ""
-	if kind == "upstream" {
-		// Settings the upstream kubelet needs on these machines (cgroup v1
-		// hybrid, no swap accounting) or to run without extra RBAC: no
-		// webhook authn/authz (the node identity may not create
-		// TokenReviews/SubjectAccessReviews), only client certs of the
-		// cluster CA, and everything those may ask allowed.
-		extra = fmt.Sprintf(`failCgroupV1: false
-resolvConf: /etc/resolv.conf
-tlsCertFile: %s
+	// The kubelet API as the API server reaches it (the log-tail workload's
+	// requests): the cluster's serving certificate, client certificates of
+	// the cluster CA, everything they ask allowed. Both kubelets the same;
+	// the upstream one needs it also to run without extra RBAC (no webhook
+	// authn/authz: the node identity may not create TokenReviews or
+	// SubjectAccessReviews).
+	common += fmt.Sprintf(`tlsCertFile: %s
 tlsPrivateKeyFile: %s
 authentication:
   anonymous:
@@ -86,6 +83,13 @@ authentication:
 authorization:
   mode: AlwaysAllow
 `, env["KUBELET_TLS_CERT_FILE"], env["KUBELET_TLS_KEY_FILE"], env["CLUSTER_CA_FILE"])
+	extra := ""
+	if kind == "upstream" {
+		// Settings the upstream kubelet needs on these machines (cgroup v1
+		// hybrid, no swap accounting).
+		extra = `failCgroupV1: false
+resolvConf: /etc/resolv.conf
+`
 	}
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, []byte(common+extra), 0o644); err != nil {

@@ -127,10 +127,11 @@ part by hand; re-run `+"`make bench`"+` instead.
   benchmark holds `+"`/run/gokubelet/cluster.lock`"+`.
 - Rounds alternate: ours, upstream, floor, ours, upstream, floor, … Both kubelets run at `+"`-v=%d`"+`
   with their default API QPS (50/100) and their own --root-dir, podLogsDir and healthz port.
-  The upstream kubelet's configuration adds what it needs here: `+"`failCgroupV1: false`"+`,
-  `+"`cgroupDriver: cgroupfs`"+`, `+"`failSwapOn: false`"+`, `+"`resolvConf`"+`, x509-only authentication
-  with webhook and anonymous off, authorization `+"`AlwaysAllow`"+`, the cluster's kubelet serving
-  certificate and `+"`--cert-dir`"+` under its root dir.
+  Both serve the kubelet API with the cluster's kubelet serving certificate, x509-only
+  authentication (webhook and anonymous off) and authorization `+"`AlwaysAllow`"+`. The upstream
+  kubelet's configuration adds what it needs here: `+"`failCgroupV1: false`"+`,
+  `+"`cgroupDriver: cgroupfs`"+`, `+"`failSwapOn: false`"+`, `+"`resolvConf`"+` and `+"`--cert-dir`"+` under its
+  root dir.
 - Pods: one container `+"`%s`"+` running `+"`sleep 3600`"+`, imagePullPolicy IfNotPresent,
   terminationGracePeriodSeconds 1 (sleep as PID 1 ignores SIGTERM), no service-account token,
   scheduled by kube-scheduler.
