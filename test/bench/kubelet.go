@@ -48,7 +48,7 @@ staticPodPath: %s
 containerRuntimeEndpoint: %s
 cgroupDriver: cgroupfs
 failSwapOn: false
-address: 127.0.0.1
+address: %s
 port: %d
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
@@ -56,9 +56,11 @@ healthzPort: %d
 podLogsDir: %s
 clusterDomain: %s
 containerLogMaxSize: 200Mi
-`, static, criEndpoint, port, healthz, filepath.Join(dir, "pod-logs"), orDefault(env["CLUSTER_DOMAIN"], "cluster.local"))
-	// containerLogMaxSize: the log-tail workload's 100 MiB log stays one
-	// file (livetail.go); the other workloads write a few bytes per pod.
+`, static, criEndpoint, env["NODE_IP"], port, healthz, filepath.Join(dir, "pod-logs"), orDefault(env["CLUSTER_DOMAIN"], "cluster.local"))
+	// address: the node IP the API server dials for the log-tail
+	// workload's requests. containerLogMaxSize: that workload's 100 MiB log
+	// stays one file (livetail.go); the other workloads write a few bytes
+	// per pod.
 	if dns := env["CLUSTER_DNS"]; dns != "" {
 		// As hack/node.sh configures a node of this cluster. Without it both
 		// kubelets warn (MissingClusterDNS, one event on the pod and one on
