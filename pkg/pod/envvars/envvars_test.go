@@ -11,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/pkg/errdefs"
@@ -465,5 +467,13 @@ func TestClientObjectsClassify(t *testing.T) {
 	}
 	if _, err := objs.GetConfigMap(context.Background(), "ns1", "nope"); !errdefs.IsNotFound(err) {
 		t.Errorf("a missing ConfigMap: %v", err)
+	}
+	// The Node authorizer refuses a node until its graph has the pod:
+	// retried, not terminal.
+	client.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "used", errors.New("no relationship found"))
+	})
+	if _, err := objs.GetSecret(context.Background(), "ns1", "used"); !errdefs.IsRetryable(err) || errdefs.IsTerminal(err) || !apierrors.IsForbidden(err) {
+		t.Errorf("a Forbidden Secret read must be retryable (and still Forbidden for apierrors): %v", err)
 	}
 }

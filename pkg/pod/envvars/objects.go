@@ -25,7 +25,8 @@ type Objects interface {
 // (the Node authorizer allows a node exactly the objects its pods refer
 // to). It is the simple implementation; a watch-based cache can replace it.
 // Errors are classified with errdefs.FromAPI (the API status stays
-// reachable, so apierrors.IsNotFound holds as well).
+// reachable, so apierrors.IsNotFound holds as well), except Forbidden (see
+// objectError).
 type ClientObjects struct {
 	Client kubernetes.Interface
 }
@@ -33,13 +34,25 @@ type ClientObjects struct {
 // GetConfigMap implements Objects.
 func (c ClientObjects) GetConfigMap(ctx context.Context, ns, name string) (*v1.ConfigMap, error) {
 	cm, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
-	return cm, errdefs.FromAPI(err)
+	return cm, objectError(err)
 }
 
 // GetSecret implements Objects.
 func (c ClientObjects) GetSecret(ctx context.Context, ns, name string) (*v1.Secret, error) {
 	s, err := c.Client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	return s, errdefs.FromAPI(err)
+	return s, objectError(err)
+}
+
+// objectError classifies a read of an object a pod refers to. Forbidden
+// is retryable: under a node identity the Node authorizer allows the read
+// only once its graph has the pod bound to the node, which lags the
+// binding, and a pod waits (CreateContainerConfigError) rather than fails
+// while it may still be allowed, as upstream's kubelet retries it.
+func objectError(err error) error {
+	if apierrors.IsForbidden(err) {
+		return errdefs.Retryable(err)
+	}
+	return errdefs.FromAPI(err)
 }
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) || errdefs.IsNotFound(err) }
