@@ -497,17 +497,7 @@ nodes:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k2 := &framework.Kubelet{Bin: kubeletBin}
-	k2.HealthzPort = framework.FreePort(t)
-	k2.Args = []string{"--kubeconfig", admin2, "--virtual-nodes-config", cfg2, "--root-dir", filepath.Join(tmp, "root"),
-		"--healthz-port", fmt.Sprint(k2.HealthzPort), "--node-ip", clusterEnv["NODE_IP"], "-v", "2"}
-	k2.Start(t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("cluster 2 kubelet log:\n%s", framework.Tail(k2.Log(), 80))
-		}
-		k2.Stop(t)
-	})
+	startVirtualOnlyKubelet(t, "cluster 2 kubelet", admin2, cfg2, filepath.Join(tmp, "root"))
 	framework.Eventually(t, "c2-mock Ready in cluster 2", func() (bool, string) {
 		n, err := client2.CoreV1().Nodes().Get(ctx, "c2-mock", metav1.GetOptions{})
 		if err != nil {
@@ -994,18 +984,8 @@ func TestVirtualNodesRunWithLeastPrivilege(t *testing.T) {
 `, vn, framework.FreePort(t))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	k := &framework.Kubelet{Bin: kubeletBin}
-	k.HealthzPort = framework.FreePort(t)
 	root := filepath.Join(tmp, "root")
-	k.Args = []string{"--kubeconfig", kc, "--virtual-nodes-config", cfg, "--root-dir", root,
-		"--healthz-port", fmt.Sprint(k.HealthzPort), "--node-ip", clusterEnv["NODE_IP"], "-v", "2"}
-	k.Start(t)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the least-privileged kubelet's log:\n%s", framework.Tail(k.Log(), 80))
-		}
-		k.Stop(t)
-	})
+	k := startVirtualOnlyKubelet(t, "the least-privileged kubelet", kc, cfg, root)
 	waitNodeReady(t, vn, framework.WaitLimit)
 	pemPath := filepath.Join(root, "virtual-nodes", "nodes", vn, "identity", "pki", "kubelet-client-current.pem")
 	if c := readPEMCert(t, pemPath); c.Subject.CommonName != "system:node:"+vn {
@@ -1049,4 +1029,23 @@ func runSecretEnvPod(t *testing.T, ns, name, vn string, secrets ...string) {
 		t.Fatal(err)
 	}
 	waitPod(t, ns, name, "Running on "+vn, running)
+}
+
+// startVirtualOnlyKubelet starts a second kubelet process running the
+// virtual nodes of cfg with kubeconfig, stopped when the test ends (its
+// log, named by what, shown if the test failed).
+func startVirtualOnlyKubelet(t *testing.T, what, kubeconfig, cfg, root string) *framework.Kubelet {
+	t.Helper()
+	k := &framework.Kubelet{Bin: kubeletBin}
+	k.HealthzPort = framework.FreePort(t)
+	k.Args = []string{"--kubeconfig", kubeconfig, "--virtual-nodes-config", cfg, "--root-dir", root,
+		"--healthz-port", fmt.Sprint(k.HealthzPort), "--node-ip", clusterEnv["NODE_IP"], "-v", "2"}
+	k.Start(t)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s log:\n%s", what, framework.Tail(k.Log(), 80))
+		}
+		k.Stop(t)
+	})
+	return k
 }
