@@ -107,8 +107,8 @@ type Node struct {
 	Labels         map[string]string `json:"labels,omitempty"`
 	// Taints are set at registration; nil gives the default taint, an
 	// empty list none.
-	Taints     []v1.Taint        `json:"taints"`
-	Capacity   map[string]string `json:"capacity,omitempty"`
+	Taints   []v1.Taint        `json:"taints"`
+	Capacity map[string]string `json:"capacity,omitempty"`
 	// Kubeconfig is the node's own identity (system:node:<name>); then
 	// Identity stays empty.
 	Kubeconfig string `json:"kubeconfig,omitempty"`
