@@ -34,6 +34,7 @@ NONROOT_TAG=1.5
 NONEWPRIVS_TAG=1.4
 NGINX_TAG=1.27.0-2     # Nginx: nginx:1.27-alpine
 NGINX_NEW_TAG=1.28.0-2 # NginxNew: nginx:1.28-alpine
+GLIBC_DNS_TAG=2.1.1    # GlibcDnsTesting: debian:bookworm-slim with dnsutils
 # name:tag of each image the conformance specs use.
 IMAGES=(
   "$E2E/agnhost:$AGNHOST_TAG"
@@ -42,6 +43,7 @@ IMAGES=(
   "$E2E/nonewprivs:$NONEWPRIVS_TAG"
   "$E2E/nginx:$NGINX_TAG"
   "$E2E/nginx:$NGINX_NEW_TAG"
+  "$E2E/glibc-dns-testing:$GLIBC_DNS_TAG"
 )
 if [ "${1:-}" = --list ]; then
   printf '%s\n' "${IMAGES[@]}"
@@ -58,7 +60,7 @@ mkdir -p "$work"
 BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin
 
 # Tools copied into the images, from Debian packages installed on this machine.
-TOOL_PKGS=(bash curl bind9-dnsutils netcat-openbsd iproute2 iperf socat umoci)
+TOOL_PKGS=(bash dash hostname curl bind9-dnsutils netcat-openbsd iproute2 iperf socat umoci)
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 need=()
 for p in "${TOOL_PKGS[@]}"; do installed "$p" || need+=("$p"); done
@@ -256,6 +258,25 @@ build_nginx() {
     --config.env "NGINX_VERSION=$version" --config.exposedports 80/tcp --config.stopsignal SIGTERM
 }
 
+# glibc-dns-testing: upstream is debian:bookworm-slim with dnsutils (dig,
+# host, nslookup) and /coredns; its programs resolve through glibc (the
+# hostnameOverride specs run `hostname -f` in it). Here: the busybox base
+# with Debian's dash as /bin/sh, bash, hostname and the dnsutils binaries,
+# all glibc-linked from this (bookworm) machine.
+build_glibc_dns() {
+  local r=$work/glibc-dns-testing.rootfs
+  base_busybox "$r" etc-debian
+  copy_bin "$r" /bin/dash /bin/sh
+  copy_bin "$r" /bin/dash /bin/dash
+  copy_bin "$r" /bin/bash /bin/bash
+  copy_bin "$r" /bin/hostname /bin/hostname
+  copy_bin "$r" /usr/bin/dig
+  copy_bin "$r" /usr/bin/host
+  copy_bin "$r" /usr/bin/nslookup
+  install -m 0755 "$COREDNS_BIN" "$r/coredns"
+  oci_image glibc-dns-testing "$GLIBC_DNS_TAG" "$r" "$work/glibc-dns-testing-$GLIBC_DNS_TAG.tar" --config.cmd bash --config.env "$PATH_ENV"
+}
+
 build() {
   echo "e2e-images: building ${#IMAGES[@]} images into $work" >&2
   build_agnhost
@@ -264,6 +285,7 @@ build() {
   build_nonewprivs
   build_nginx "$NGINX_TAG" 1.27.0
   build_nginx "$NGINX_NEW_TAG" 1.28.0
+  build_glibc_dns
   echo "$stamp" >"$work/stamp"
 }
 

@@ -128,7 +128,7 @@ var podSpecFields = map[string]fieldStatus{
 	"PodSpec.EvictionResponders":            apiOnly("the Eviction request API's responders (alpha, 1.37); the upstream kubelet reads none of it"),
 	"PodSpec.ResourceClaims":                refused("pkg/runtime/kuberuntime.RefusedPodResourceClaims"),
 	"PodSpec.Resources":                     implemented("pkg/runtime/cgroups"),
-	"PodSpec.HostnameOverride":              refused("pkg/runtime/kuberuntime.RefusedHostnameOverride"),
+	"PodSpec.HostnameOverride":              implemented("pkg/pod/dns"),
 
 	// Container (and, through ephemeralAsContainer, EphemeralContainerCommon)
 	"Container.Name":                     implemented("pkg/runtime/kuberuntime"),
@@ -142,7 +142,7 @@ var podSpecFields = map[string]fieldStatus{
 	"Container.Resources":                implemented("pkg/runtime/kuberuntime"),
 	"Container.ResizePolicy":             implemented("pkg/runtime/kuberuntime"),
 	"Container.RestartPolicy":            implemented("pkg/pod/podspec"),
-	"Container.RestartPolicyRules":       refused("pkg/runtime/kuberuntime.RefusedRestartPolicyRules"),
+	"Container.RestartPolicyRules":       implemented("pkg/pod/podspec"),
 	"Container.VolumeMounts":             implemented("pkg/volume"),
 	"Container.VolumeDevices":            refused("pkg/volume.RefusedVolumeDevices"),
 	"Container.LivenessProbe":            implemented("pkg/pod/prober"),

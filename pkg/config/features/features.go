@@ -37,6 +37,7 @@ const (
 	PodLevelResources                  Feature = "PodLevelResources"
 	ImageMaximumGCAge                  Feature = "ImageMaximumGCAge"
 	GracefulNodeShutdown               Feature = "GracefulNodeShutdown"
+	ContainerRestartRules              Feature = "ContainerRestartRules"
 	// CustomCPUCFSQuotaPeriod (until 1.35) and CPUCFSQuotaPeriod (from
 	// 1.36) allow a cpuCFSQuotaPeriod other than 100ms.
 	CustomCPUCFSQuotaPeriod Feature = "CustomCPUCFSQuotaPeriod"
@@ -75,6 +76,7 @@ type Gate struct {
 var Table = []Gate{
 	// Wired.
 	{CPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off: a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s (name of the gate from 1.36)"},
+	{ContainerRestartRules, Wired, "pkg/pod/podspec, pkg/engine/cri", "on: a container's own restartPolicy and restartPolicyRules (action Restart) decide its restarts before the pod's policy; off: a pod that sets them (other than a sidecar's restartPolicy Always) is rejected with reason ContainerRestartRulesNotSupported"},
 	{CustomCPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off (the default until 1.35): a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s"},
 	{GracefulNodeShutdown, Wired, "pkg/config/kubeletconfig", "off: shutdownGracePeriod and shutdownGracePeriodCriticalPods are refused, so graceful node shutdown cannot be turned on"},
 	{ImageMaximumGCAge, Wired, "pkg/config/kubeletconfig", "off: a non-zero imageMaximumGCAge is refused, so unused images are not removed by age"},
@@ -90,7 +92,6 @@ var Table = []Gate{
 	{"CPUManagerPolicyOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
 	{"ClusterTrustBundleProjection", Lacking, "", "clusterTrustBundle projected volume sources"},
 	{"ContainerCheckpoint", Lacking, "", "the /checkpoint endpoint of the kubelet API"},
-	{"ContainerRestartRules", Lacking, "", "container restartPolicyRules (pods using them wait with a reason)"},
 	{"ContainerStopSignals", Lacking, "", "lifecycle.stopSignal (pods using it wait with a reason)"},
 	{"DRAExtendedResource", Lacking, "", "extended resources backed by DRA"},
 	{"DisableCPUQuotaWithExclusiveCPUs", Lacking, "", "exclusive CPUs of the CPU manager, whose CFS quota it disables"},
@@ -98,7 +99,6 @@ var Table = []Gate{
 	{"EnvFiles", Lacking, "", "environment variables from files (fileKeyRef)"},
 	{"EventedPLEG", Lacking, "", "the CRI event stream for the PLEG (this kubelet relists)"},
 	{"GracefulNodeShutdownBasedOnPodPriority", Lacking, "", "shutdownGracePeriodByPodPriority"},
-	{"HostnameOverride", Lacking, "", "pod hostnameOverride (pods using it wait with a reason)"},
 	{"HugepageAwareEviction", Lacking, "", "hugepages in eviction decisions (1.36+)"},
 	{"ImageVolume", Lacking, "", "image volumes"},
 	{"InPlacePodLevelResourcesVerticalScaling", Lacking, "", "resizing pod-level resources (spec.resources) in place (1.35+)"},
@@ -125,7 +125,7 @@ var Table = []Gate{
 	{"ReduceDefaultCrashLoopBackOffDecay", Lacking, "", "the shorter crash loop back-off"},
 	{"ResourceHealthStatus", Lacking, "", "allocatedResourcesStatus of devices"},
 	{"ResourceHealthStatusMessage", Lacking, "", "messages in allocatedResourcesStatus (1.35+)"},
-	{"RestartAllContainersOnContainerExits", Lacking, "", "the RestartAllContainers action of restartPolicyRules (1.35+)"},
+	{"RestartAllContainersOnContainerExits", Lacking, "", "the RestartAllContainers action of restartPolicyRules (pods using it wait with a reason)"},
 	{"SELinuxChangePolicy", Lacking, "", "SELinux relabelling policies (seLinuxChangePolicy)"},
 	{"SELinuxMount", Lacking, "", "SELinux context mount options"},
 	{"SELinuxMountReadWriteOncePod", Lacking, "", "SELinux context mount options"},
@@ -135,6 +135,7 @@ var Table = []Gate{
 	{"UserNamespacesSupport", Lacking, "", "hostUsers: false (refused with a reason on this node)"},
 	// Locked on upstream, implemented here.
 	{"ExecProbeTimeout", Locked, "pkg/pod/prober", "exec probes fail when they outlast timeoutSeconds"},
+	{"HostnameOverride", Locked, "pkg/pod/dns", "spec.hostnameOverride is the pod's hostname, with no domain"},
 	{"NodeDeclaredFeatures", Locked, "pkg/node/nodestatus", "status.declaredFeatures: the kubelet's to write; this kubelet declares none, replacing a list another kubelet left"},
 	{"PodLifecycleSleepAction", Locked, "pkg/pod/hooks", "the sleep action of postStart and preStop hooks"},
 	{"ProcMountType", Locked, "pkg/pod/securitycontext", "procMount: Unmasked (no masked or read-only /proc paths)"},

@@ -178,6 +178,12 @@ func New(d Deps) *Engine {
 			return r.Admit, r.Reason, r.Message
 		})
 	}
+	if !d.Features.Enabled(features.ContainerRestartRules) {
+		e.admitHandlers = append(e.admitHandlers, func(pod *v1.Pod) (bool, string, string) {
+			r := admission.ContainerRestartRulesOff(pod)
+			return r.Admit, r.Reason, r.Message
+		})
+	}
 	return e
 }
 

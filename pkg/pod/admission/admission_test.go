@@ -2,6 +2,7 @@ package admission
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -395,5 +396,24 @@ func TestNodeOSDefaultsToThisMachine(t *testing.T) {
 	pod := mkPod("a", func(p *v1.Pod) { p.Spec.OS = &v1.PodOS{Name: v1.OSName(runtime.GOOS)} })
 	if got := Admit(pod, node, nil); !got.Admit {
 		t.Errorf("pod for %s on an unlabelled node: %+v", runtime.GOOS, got)
+	}
+}
+
+func TestContainerRestartRulesOff(t *testing.T) {
+	always, never := v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyNever
+	sidecarOnly := &v1.Pod{Spec: v1.PodSpec{
+		InitContainers: []v1.Container{{Name: "s", RestartPolicy: &always}},
+		Containers:     []v1.Container{{Name: "c"}},
+	}}
+	if r := ContainerRestartRulesOff(sidecarOnly); !r.Admit {
+		t.Errorf("a sidecar alone is refused: %+v", r)
+	}
+	uses := sidecarOnly.DeepCopy()
+	uses.Spec.Containers[0].RestartPolicy = &never
+	uses.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart}}
+	r := ContainerRestartRulesOff(uses)
+	if r.Admit || r.Reason != ReasonContainerRestartRulesNotSupported ||
+		!strings.Contains(r.Message, "spec.containers[0].restartPolicy, spec.containers[0].restartPolicyRules") {
+		t.Errorf("container restart fields with the gate off: %+v", r)
 	}
 }

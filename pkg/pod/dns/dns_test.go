@@ -142,6 +142,7 @@ func TestHostname(t *testing.T) {
 	long := strings.Repeat("a", 62) + "-b-c"
 	for _, tc := range []struct {
 		name, hostname, subdomain string
+		override                  string
 		fqdn                      bool
 		hostNet                   bool
 		wantHost, wantDomain      string
@@ -156,9 +157,17 @@ func TestHostname(t *testing.T) {
 		{name: long, wantHost: strings.Repeat("a", 62), wantKernel: strings.Repeat("a", 62)},
 		{name: "web-0", hostname: strings.Repeat("h", 40), subdomain: "sub", fqdn: true, wantHost: strings.Repeat("h", 40), wantDomain: "sub.team.svc.cluster.local", wantErr: true},
 		{name: "web-0", hostNet: true, wantHost: "web-0", wantKernel: ""},
+		// hostnameOverride replaces hostname and subdomain; no domain.
+		{name: "web-0", override: "override.example.host", wantHost: "override.example.host", wantKernel: "override.example.host"},
+		{name: "web-0", hostname: "box", override: "override-host", wantHost: "override-host", wantKernel: "override-host"},
+		{name: "web-0", subdomain: "t", override: "override-host", wantHost: "override-host", wantKernel: "override-host"},
+		{name: "web-0", override: strings.Repeat("o", 62) + ".x", wantHost: strings.Repeat("o", 62), wantKernel: strings.Repeat("o", 62)},
 	} {
 		p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: tc.name, Namespace: "team"},
 			Spec: v1.PodSpec{Hostname: tc.hostname, Subdomain: tc.subdomain, HostNetwork: tc.hostNet, SetHostnameAsFQDN: ptr.To(tc.fqdn)}}
+		if tc.override != "" {
+			p.Spec.HostnameOverride = ptr.To(tc.override)
+		}
 		h, d, err := Hostname(p, "cluster.local")
 		if err != nil || h != tc.wantHost || d != tc.wantDomain {
 			t.Errorf("%+v: Hostname = %q %q %v", tc, h, d, err)
@@ -167,6 +176,10 @@ func TestHostname(t *testing.T) {
 		if (err != nil) != tc.wantErr || (!tc.wantErr && k != tc.wantKernel) {
 			t.Errorf("%+v: KernelHostname = %q %v", tc, k, err)
 		}
+	}
+	if _, _, err := Hostname(&v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{HostnameOverride: ptr.To("Not-RFC1123")}}, "cluster.local"); err == nil ||
+		!strings.Contains(err.Error(), "HostnameOverride") {
+		t.Errorf("invalid hostnameOverride: %v, want an error naming it", err)
 	}
 	bad := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}, Spec: v1.PodSpec{Hostname: "Not_A_Label"}}
 	if _, _, err := Hostname(bad, "cluster.local"); err == nil {

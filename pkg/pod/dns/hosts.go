@@ -32,7 +32,17 @@ const (
 // Hostname returns the pod's hostname and domain: spec.hostname or the pod
 // name (cut to 63 characters, without a trailing '-' or '.'), and, when
 // spec.subdomain is set, <subdomain>.<namespace>.svc.<clusterDomain>.
+// spec.hostnameOverride (HostnameOverride, GA in 1.37), a DNS subdomain,
+// replaces both: it is the hostname (cut the same way) and there is no
+// domain, so hostname -f gives it too.
 func Hostname(pod *v1.Pod, clusterDomain string) (string, string, error) {
+	if o := pod.Spec.HostnameOverride; o != nil {
+		if errs := validation.IsDNS1123Subdomain(*o); len(errs) > 0 {
+			return "", "", fmt.Errorf("pod HostnameOverride %q is not a valid DNS subdomain: %s", *o, strings.Join(errs, ";"))
+		}
+		h, err := cutHostname(pod.Name, *o)
+		return h, "", err
+	}
 	hostname := pod.Name
 	if pod.Spec.Hostname != "" {
 		if errs := validation.IsDNS1123Label(pod.Spec.Hostname); len(errs) > 0 {
@@ -40,11 +50,9 @@ func Hostname(pod *v1.Pod, clusterDomain string) (string, string, error) {
 		}
 		hostname = pod.Spec.Hostname
 	}
-	if len(hostname) > maxHostnameLen {
-		hostname = strings.TrimRight(hostname[:maxHostnameLen], "-.")
-		if hostname == "" {
-			return "", "", fmt.Errorf("hostname for pod %q was invalid: %q", pod.Name, pod.Spec.Hostname)
-		}
+	hostname, err := cutHostname(pod.Name, hostname)
+	if err != nil {
+		return "", "", err
 	}
 	domain := ""
 	if pod.Spec.Subdomain != "" {
@@ -54,6 +62,19 @@ func Hostname(pod *v1.Pod, clusterDomain string) (string, string, error) {
 		domain = fmt.Sprintf("%s.%s.svc.%s", pod.Spec.Subdomain, pod.Namespace, clusterDomain)
 	}
 	return hostname, domain, nil
+}
+
+// cutHostname cuts hostname to 63 characters without a trailing '-' or
+// '.'; an error when nothing is left.
+func cutHostname(podName, hostname string) (string, error) {
+	if len(hostname) <= maxHostnameLen {
+		return hostname, nil
+	}
+	cut := strings.TrimRight(hostname[:maxHostnameLen], "-.")
+	if cut == "" {
+		return "", fmt.Errorf("hostname for pod %q was invalid: %q", podName, hostname)
+	}
+	return cut, nil
 }
 
 // KernelHostname is the hostname the sandbox's UTS namespace gets: the

@@ -24,25 +24,94 @@ func IsSidecar(c *v1.Container) bool {
 // an init container. The one restart rule:
 //
 //   - a sidecar: always;
-//   - a regular init container: a success is final; a failure is retried
-//     unless the pod's policy is Never (then the pod fails);
-//   - an app container: Always restarts, OnFailure restarts a non-zero
-//     exit, Never does not.
+//   - a regular init container: a success is final;
+//   - otherwise the container's own restartPolicyRules first (the first
+//     rule whose exit codes match decides; action Restart restarts), then
+//     the container's own restartPolicy when set, then the pod's: Always
+//     restarts, OnFailure restarts a non-zero exit, Never does not
+//     (ContainerRestartRules, beta and on by default since 1.35).
+//
+// The RestartAllContainers action is refused before a pod runs
+// (kuberuntime.RefusedRestartAllContainers), so it never reaches here.
 func RestartsAfterExit(pod *v1.Pod, c *v1.Container, init bool, exitCode int32) bool {
 	if init && IsSidecar(c) {
 		return true
 	}
-	policy := RestartPolicy(pod)
-	if init {
-		return exitCode != 0 && policy != v1.RestartPolicyNever
+	if init && exitCode == 0 {
+		return false
 	}
-	switch policy {
+	if c.RestartPolicy != nil {
+		if r, ok := MatchingRestartRule(c, exitCode); ok && r.Action == v1.ContainerRestartRuleActionRestart {
+			return true
+		}
+		switch *c.RestartPolicy {
+		case v1.ContainerRestartPolicyAlways:
+			return true
+		case v1.ContainerRestartPolicyOnFailure:
+			return exitCode != 0
+		case v1.ContainerRestartPolicyNever:
+			return false
+		}
+	}
+	switch RestartPolicy(pod) {
 	case v1.RestartPolicyNever:
 		return false
 	case v1.RestartPolicyOnFailure:
 		return exitCode != 0
 	}
 	return true
+}
+
+// MatchingRestartRule returns the first of c's restartPolicyRules whose
+// exit codes match exitCode (operator In: one of the values; NotIn: none
+// of them). A rule without exit codes or with an unknown operator matches
+// nothing.
+func MatchingRestartRule(c *v1.Container, exitCode int32) (v1.ContainerRestartRule, bool) {
+	for _, r := range c.RestartPolicyRules {
+		if r.ExitCodes == nil {
+			continue
+		}
+		in := false
+		for _, v := range r.ExitCodes.Values {
+			if v == exitCode {
+				in = true
+				break
+			}
+		}
+		switch r.ExitCodes.Operator {
+		case v1.ContainerRestartRuleOnExitCodesOpIn:
+			if in {
+				return r, true
+			}
+		case v1.ContainerRestartRuleOnExitCodesOpNotIn:
+			if !in {
+				return r, true
+			}
+		}
+	}
+	return v1.ContainerRestartRule{}, false
+}
+
+// RestartsAfterKill reports whether a container the kubelet killed while
+// it ran (a failed liveness or startup probe) is started again. There is
+// no exit code to match rules against, so only the container's own
+// restartPolicy counts when set, else the pod's: anything but Never.
+func RestartsAfterKill(pod *v1.Pod, c *v1.Container) bool {
+	if c.RestartPolicy != nil {
+		return *c.RestartPolicy != v1.ContainerRestartPolicyNever
+	}
+	return RestartPolicy(pod) != v1.RestartPolicyNever
+}
+
+// RunsOnce reports whether an app container that succeeded stays done even
+// when the pod gets a new sandbox: its own restartPolicy OnFailure, or no
+// policy of its own and the pod's OnFailure. (Under the pod's Never a new
+// sandbox starts nothing at all; see kuberuntime's actions.)
+func RunsOnce(pod *v1.Pod, c *v1.Container) bool {
+	if c.RestartPolicy != nil {
+		return *c.RestartPolicy == v1.ContainerRestartPolicyOnFailure
+	}
+	return RestartPolicy(pod) == v1.RestartPolicyOnFailure
 }
 
 // MayLeaveTerminated reports whether a container shown terminated with

@@ -29,24 +29,28 @@ type PhaseFacts struct {
 // Phase computes the pod phase from the container statuses (as computed by
 // ContainerStatuses). The rules, in order:
 //
-//  1. restartPolicy Never and a regular init container failed: Failed.
+//  1. A regular init container failed and will not be restarted
+//     (podspec.RestartsAfterExit): Failed.
 //  2. A regular init container has not completed, a sidecar has not started
 //     (unless the pod was initialized before), or an app container has never
 //     run: Pending.
 //  3. Every app container started and one is running (sidecars counted as
 //     app containers): Running.
 //  4. Nothing running, some stopped: with Terminal (non-static pods),
-//     Succeeded if all app containers exited 0, else Failed; otherwise by
-//     restart policy: Always → Running (restarting); all exited 0 →
-//     Succeeded; Never → Failed; OnFailure → Running (restarting).
+//     Succeeded if all app containers exited 0, else Failed; otherwise one
+//     that will be restarted (podspec.RestartsAfterExit, which weighs the
+//     container's own restartPolicy and rules before the pod's) → Running;
+//     all exited 0 → Succeeded; else Failed.
 //  5. Anything else (a container without a status): Pending.
 //
 // A container waiting with a previous termination counts as stopped, not as
-// never run. Terminated sidecars count as neither running nor stopped.
+// never run, and its last exit code decides whether it restarts.
+// Terminated sidecars count as neither running nor stopped.
 func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts PhaseFacts) v1.PodPhase {
 	var (
 		initPending, sidecarPending, initFailed int
 		unknown, running, waiting, stopped, ok  int
+		restarting                              int
 	)
 
 	for i := range pod.Spec.InitContainers {
@@ -79,11 +83,11 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 		case st == nil, st.State.Running != nil:
 			initPending++
 		case st.State.Terminated != nil:
-			if st.State.Terminated.ExitCode != 0 {
+			if code := st.State.Terminated.ExitCode; code != 0 && !podspec.RestartsAfterExit(pod, c, true, code) {
 				initFailed++
 			}
 		case st.State.Waiting != nil && st.LastTerminationState.Terminated != nil:
-			if st.LastTerminationState.Terminated.ExitCode != 0 {
+			if code := st.LastTerminationState.Terminated.ExitCode; code != 0 && !podspec.RestartsAfterExit(pod, c, true, code) {
 				initFailed++
 			}
 		default:
@@ -92,7 +96,8 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 	}
 
 	for i := range pod.Spec.Containers {
-		st := podspec.FindStatus(statuses, pod.Spec.Containers[i].Name)
+		c := &pod.Spec.Containers[i]
+		st := podspec.FindStatus(statuses, c.Name)
 		switch {
 		case st == nil:
 			unknown++
@@ -103,8 +108,14 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 			if st.State.Terminated.ExitCode == 0 {
 				ok++
 			}
+			if podspec.RestartsAfterExit(pod, c, false, st.State.Terminated.ExitCode) {
+				restarting++
+			}
 		case st.State.Waiting != nil && st.LastTerminationState.Terminated != nil:
 			stopped++
+			if podspec.RestartsAfterExit(pod, c, false, st.LastTerminationState.Terminated.ExitCode) {
+				restarting++
+			}
 		case st.State.Waiting != nil:
 			waiting++
 		default:
@@ -112,8 +123,7 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 		}
 	}
 
-	policy := podspec.RestartPolicy(pod)
-	if initFailed > 0 && policy == v1.RestartPolicyNever {
+	if initFailed > 0 {
 		return v1.PodFailed
 	}
 	if initPending > 0 || (sidecarPending > 0 && !facts.Initialized) || waiting > 0 {
@@ -135,13 +145,11 @@ func Phase(pod *v1.Pod, initStatuses, statuses []v1.ContainerStatus, facts Phase
 		return v1.PodFailed
 	}
 	switch {
-	case policy == v1.RestartPolicyAlways:
+	case restarting > 0:
 		return v1.PodRunning
 	case stopped == ok:
 		return v1.PodSucceeded
-	case policy == v1.RestartPolicyNever:
+	default:
 		return v1.PodFailed
-	default: // OnFailure with a failure: restarting.
-		return v1.PodRunning
 	}
 }

@@ -99,6 +99,17 @@ func TestPhase(t *testing.T) {
 		{"sidecar unstarted after init does not hold", podOf(v1.RestartPolicyAlways, nil, []string{"s"}, "a"), cs(running("s")), cs(running("a")), PhaseFacts{Initialized: true}, v1.PodRunning},
 		{"job with sidecar: app done, sidecar stopped", podOf(v1.RestartPolicyNever, nil, []string{"s"}, "a"), cs(exited("s", 137)), cs(exited("a", 0)), PhaseFacts{Initialized: true, Terminal: true}, v1.PodSucceeded},
 		{"job with sidecar: app done, sidecar running", podOf(v1.RestartPolicyNever, nil, []string{"s"}, "a"), cs(startedRunning("s")), cs(exited("a", 0)), PhaseFacts{Initialized: true}, v1.PodRunning},
+
+		// Container-level restartPolicy and restartPolicyRules
+		// (ContainerRestartRules) override the pod's policy.
+		{"Never pod, container Always: restarting", withPolicy(podOf(v1.RestartPolicyNever, nil, nil, "a"), "a", v1.ContainerRestartPolicyAlways), nil, cs(exited("a", 1)), PhaseFacts{}, v1.PodRunning},
+		{"Always pod, container Never: failed", withPolicy(podOf(v1.RestartPolicyAlways, nil, nil, "a"), "a", v1.ContainerRestartPolicyNever), nil, cs(exited("a", 1)), PhaseFacts{}, v1.PodFailed},
+		{"Always pod, container Never: succeeded", withPolicy(podOf(v1.RestartPolicyAlways, nil, nil, "a"), "a", v1.ContainerRestartPolicyNever), nil, cs(exited("a", 0)), PhaseFacts{}, v1.PodSucceeded},
+		{"Never pod, rule matches exit 42: restarting", withRule(withPolicy(podOf(v1.RestartPolicyNever, nil, nil, "a"), "a", v1.ContainerRestartPolicyNever), "a", v1.ContainerRestartRuleOnExitCodesOpIn, 42), nil, cs(waitingAfter("a", 42)), PhaseFacts{}, v1.PodRunning},
+		{"Never pod, rule does not match exit 1: failed", withRule(withPolicy(podOf(v1.RestartPolicyNever, nil, nil, "a"), "a", v1.ContainerRestartPolicyNever), "a", v1.ContainerRestartRuleOnExitCodesOpIn, 42), nil, cs(exited("a", 1)), PhaseFacts{}, v1.PodFailed},
+		{"Never pod, init container OnFailure retries", withPolicy(podOf(v1.RestartPolicyNever, []string{"i"}, nil, "a"), "i", v1.ContainerRestartPolicyOnFailure), cs(waitingAfter("i", 1)), cs(waitingNew("a")), PhaseFacts{}, v1.PodPending},
+		{"Always pod, init container Never fails the pod", withPolicy(podOf(v1.RestartPolicyAlways, []string{"i"}, nil, "a"), "i", v1.ContainerRestartPolicyNever), cs(exited("i", 1)), cs(waitingNew("a")), PhaseFacts{}, v1.PodFailed},
+		{"terminal overrides a container's Always", withPolicy(podOf(v1.RestartPolicyNever, nil, nil, "a"), "a", v1.ContainerRestartPolicyAlways), nil, cs(exited("a", 1)), PhaseFacts{Terminal: true}, v1.PodFailed},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,4 +118,31 @@ func TestPhase(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withPolicy sets the restartPolicy of the container (init or app) named name.
+func withPolicy(pod *v1.Pod, name string, p v1.ContainerRestartPolicy) *v1.Pod {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				list[i].RestartPolicy = &p
+			}
+		}
+	}
+	return pod
+}
+
+// withRule adds a Restart rule on the given exit codes to the container named name.
+func withRule(pod *v1.Pod, name string, op v1.ContainerRestartRuleOnExitCodesOperator, codes ...int32) *v1.Pod {
+	for _, list := range [][]v1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			if list[i].Name == name {
+				list[i].RestartPolicyRules = append(list[i].RestartPolicyRules, v1.ContainerRestartRule{
+					Action:    v1.ContainerRestartRuleActionRestart,
+					ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: op, Values: codes},
+				})
+			}
+		}
+	}
+	return pod
 }

@@ -284,6 +284,10 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate across init", strings.Replace(minimal, "  containers:", "  initContainers:\n  - {name: app, image: x}\n  containers:", 1), "spec.containers[0].name: Duplicate value: \"app\""},
 		{"no image", strings.Replace(minimal, "image: gokubelet.local/testimage:1.0", "image: \" \"", 1), "spec.containers[0].image: Required value"},
 		{"restartPolicy", strings.Replace(minimal, "spec:\n", "spec:\n  restartPolicy: Sometimes\n", 1), "spec.restartPolicy: Unsupported value: \"Sometimes\""},
+		{"container restartPolicy", container("    restartPolicy: Sometimes\n"), "spec.containers[0].restartPolicy: Unsupported value: \"Sometimes\""},
+		{"rules without a policy", container("    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n"), "spec.containers[0].restartPolicy: Required value"},
+		{"rule without exit codes", container("    restartPolicy: Never\n    restartPolicyRules: [{action: Restart}]\n"), "spec.containers[0].restartPolicyRules[0].exitCodes: Required value"},
+		{"rule operator", container("    restartPolicy: Never\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: Is, values: [1]}}]\n"), "spec.containers[0].restartPolicyRules[0].exitCodes.operator: Unsupported value: \"Is\""},
 		{"container port", container("    ports: [{containerPort: 70000}]\n"), "spec.containers[0].ports[0].containerPort: Invalid value: 70000"},
 		{"host port", container("    ports: [{containerPort: 80, hostPort: -1}]\n"), "spec.containers[0].ports[0].hostPort: Invalid value: -1"},
 		{"protocol", container("    ports: [{containerPort: 80, protocol: ICMP}]\n"), "spec.containers[0].ports[0].protocol: Unsupported value: \"ICMP\""},
@@ -352,5 +356,21 @@ func TestDefaultsDoNotOverwrite(t *testing.T) {
 	defaultResources(&r)
 	if got := r.Requests.Cpu().String(); got != "250m" {
 		t.Fatalf("request = %s, want 250m kept", got)
+	}
+}
+
+// A container's own restart policy and rules (ContainerRestartRules, on by
+// default since 1.35) are valid in a manifest, as the API server takes them.
+func TestParseContainerRestartRules(t *testing.T) {
+	manifest := strings.Replace(minimal, "    image: gokubelet.local/testimage:1.0\n",
+		"    image: gokubelet.local/testimage:1.0\n    restartPolicy: Never\n    restartPolicyRules: [{action: Restart, exitCodes: {operator: In, values: [42]}}]\n", 1)
+	manifest = strings.Replace(manifest, "  containers:", "  initContainers:\n  - {name: init, image: x, restartPolicy: OnFailure}\n  containers:", 1)
+	pods := mustParse(t, manifest, "file", "/m.yaml")
+	c := pods[0].Spec.Containers[0]
+	if c.RestartPolicy == nil || *c.RestartPolicy != v1.ContainerRestartPolicyNever || len(c.RestartPolicyRules) != 1 {
+		t.Errorf("container restart fields not kept: %v %v", c.RestartPolicy, c.RestartPolicyRules)
+	}
+	if p := pods[0].Spec.InitContainers[0].RestartPolicy; p == nil || *p != v1.ContainerRestartPolicyOnFailure {
+		t.Errorf("init container restartPolicy not kept: %v", p)
 	}
 }

@@ -137,15 +137,7 @@ func validateContainer(c *v1.Container, isInit, hostNetwork bool, names, volumes
 	if !msgPolicies.Has(c.TerminationMessagePolicy) {
 		errs = append(errs, field.NotSupported(path.Child("terminationMessagePolicy"), c.TerminationMessagePolicy, sets.List(msgPolicies)))
 	}
-	if c.RestartPolicy != nil {
-		p := path.Child("restartPolicy")
-		switch {
-		case !isInit:
-			errs = append(errs, field.Forbidden(p, "may only be set for init containers"))
-		case *c.RestartPolicy != v1.ContainerRestartPolicyAlways:
-			errs = append(errs, field.NotSupported(p, *c.RestartPolicy, []v1.ContainerRestartPolicy{v1.ContainerRestartPolicyAlways}))
-		}
-	}
+	errs = append(errs, validateContainerRestart(c, path)...)
 	// Probes on a plain init container make no sense: it must run to completion.
 	sidecar := isInit && c.RestartPolicy != nil && *c.RestartPolicy == v1.ContainerRestartPolicyAlways
 	if isInit && !sidecar {
@@ -339,6 +331,50 @@ func validateProbe(p *v1.Probe, successMustBeOne bool, path *field.Path) field.E
 			for _, msg := range validation.IsValidPortNum(port) {
 				errs = append(errs, field.Invalid(path.Child("tcpSocket", "port"), port, msg))
 			}
+		}
+	}
+	return errs
+}
+
+var (
+	containerRestartPolicies = sets.New(v1.ContainerRestartPolicyAlways, v1.ContainerRestartPolicyNever, v1.ContainerRestartPolicyOnFailure)
+	restartRuleActions       = sets.New(v1.ContainerRestartRuleActionRestart, v1.ContainerRestartRuleActionRestartAllContainers)
+	restartRuleOperators     = sets.New(v1.ContainerRestartRuleOnExitCodesOpIn, v1.ContainerRestartRuleOnExitCodesOpNotIn)
+)
+
+// validateContainerRestart checks a container's own restartPolicy and
+// restartPolicyRules as the 1.37 API server does with ContainerRestartRules
+// on: any container may set Always, OnFailure or Never (Always on an init
+// container makes it a sidecar); rules need a policy, at most 20 of them,
+// each with exit codes (In or NotIn, at most 255 values). What this kubelet
+// cannot do with a valid rule is refused later with a reason.
+func validateContainerRestart(c *v1.Container, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	p := path.Child("restartPolicy")
+	switch {
+	case c.RestartPolicy == nil && len(c.RestartPolicyRules) > 0:
+		errs = append(errs, field.Required(p, "must specify restartPolicy when restart rules are used"))
+	case c.RestartPolicy != nil && !containerRestartPolicies.Has(*c.RestartPolicy):
+		errs = append(errs, field.NotSupported(p, *c.RestartPolicy, sets.List(containerRestartPolicies)))
+	}
+	rules := path.Child("restartPolicyRules")
+	if len(c.RestartPolicyRules) > 20 {
+		errs = append(errs, field.TooMany(rules, len(c.RestartPolicyRules), 20))
+	}
+	for i, r := range c.RestartPolicyRules {
+		rp := rules.Index(i)
+		if !restartRuleActions.Has(r.Action) {
+			errs = append(errs, field.NotSupported(rp.Child("action"), r.Action, sets.List(restartRuleActions)))
+		}
+		if r.ExitCodes == nil {
+			errs = append(errs, field.Required(rp.Child("exitCodes"), "must be specified"))
+			continue
+		}
+		if !restartRuleOperators.Has(r.ExitCodes.Operator) {
+			errs = append(errs, field.NotSupported(rp.Child("exitCodes", "operator"), r.ExitCodes.Operator, sets.List(restartRuleOperators)))
+		}
+		if len(r.ExitCodes.Values) > 255 {
+			errs = append(errs, field.TooMany(rp.Child("exitCodes", "values"), len(r.ExitCodes.Values), 255))
 		}
 	}
 	return errs

@@ -296,7 +296,8 @@ func (p *Provider) startLocked(k string, e *entry) {
 }
 
 // exit terminates every container with code, then applies the restart
-// policy.
+// rule (podspec.RestartsAfterExit): the pod starts again when any of its
+// containers would restart, else it ends.
 func (p *Provider) exit(k string, uid types.UID, code int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -306,9 +307,12 @@ func (p *Provider) exit(k string, uid types.UID, code int32) {
 	}
 	pod := e.pod.DeepCopy()
 	terminateContainers(pod, code)
-	policy := pod.Spec.RestartPolicy
+	restarts := false
+	for i := range pod.Spec.Containers {
+		restarts = restarts || podspec.RestartsAfterExit(pod, &pod.Spec.Containers[i], false, code)
+	}
 	switch {
-	case policy == v1.RestartPolicyNever, policy == v1.RestartPolicyOnFailure && code == 0:
+	case !restarts:
 		pod.Status.Phase = v1.PodSucceeded
 		if code != 0 {
 			pod.Status.Phase = v1.PodFailed

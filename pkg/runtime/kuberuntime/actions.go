@@ -189,7 +189,7 @@ func ComputePodActionsWith(pod *v1.Pod, status *container.PodStatus, bo BackoffS
 		}
 		for i := range pod.Spec.Containers {
 			c := &pod.Spec.Containers[i]
-			if podspec.RestartPolicy(pod) == v1.RestartPolicyOnFailure && succeeded(status.Latest(c.Name)) {
+			if podspec.RunsOnce(pod, c) && succeeded(status.Latest(c.Name)) {
 				continue
 			}
 			a.ContainersToStart = append(a.ContainersToStart, ContainerToStart{Name: c.Name, Index: i, RestartCount: nextRestartCount(status, c.Name)})
@@ -262,7 +262,7 @@ func ComputePodActionsWith(pod *v1.Pod, status *container.PodStatus, bo BackoffS
 				continue
 			}
 			if k, ok := probeKill(pod, c, latest, liveness); ok {
-				if podspec.RestartPolicy(pod) == v1.RestartPolicyNever {
+				if !podspec.RestartsAfterKill(pod, c) {
 					// Stopped for good; the next round sees it exited and
 					// winds the pod down. Counted as kept so this round
 					// kills it with the probe's message and grace period

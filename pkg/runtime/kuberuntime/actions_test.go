@@ -65,6 +65,31 @@ func render(a PodActions) string {
 
 type podOpt func(*v1.Pod)
 
+// withPolicy sets the named container's (app or init) own restartPolicy.
+func withPolicy(name string, policy v1.ContainerRestartPolicy) podOpt {
+	return func(p *v1.Pod) {
+		for _, list := range [][]v1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+			for i := range list {
+				if list[i].Name == name {
+					list[i].RestartPolicy = &policy
+				}
+			}
+		}
+	}
+}
+
+// withRestartOn gives the named app container a Restart rule for exit codes In codes.
+func withRestartOn(name string, codes ...int32) podOpt {
+	return func(p *v1.Pod) {
+		for i := range p.Spec.Containers {
+			if p.Spec.Containers[i].Name == name {
+				p.Spec.Containers[i].RestartPolicyRules = append(p.Spec.Containers[i].RestartPolicyRules, v1.ContainerRestartRule{
+					Action: v1.ContainerRestartRuleActionRestart, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: codes}})
+			}
+		}
+	}
+}
+
 // withProbes gives the named containers (app or init) a liveness and a
 // startup probe.
 func withProbes(names ...string) podOpt {
@@ -240,6 +265,16 @@ func TestComputePodActions(t *testing.T) {
 		{name: "crash loop: within back-off", pod: mkPod(always), w: world{"ready", []string{"app=exited:1#2"}}, backoff: map[string]time.Duration{"app": 40 * time.Second}, want: "wait[app:CrashLoopBackOff]"},
 		{name: "crash loop: back-off elapsed", pod: mkPod(always), w: world{"ready", []string{"app=exited:1#2"}}, backoff: map[string]time.Duration{"app": 20 * time.Second}, want: "start[app#3]"},
 		{name: "created but never started: replace", pod: mkPod(always), w: world{"ready", []string{"app=created"}}, want: "start[app#1] kill[app:UnknownState]"},
+
+		// A container's own restartPolicy and rules (ContainerRestartRules).
+		{name: "pod Never, container Always: restart", pod: mkPod(never, withPolicy("app", v1.ContainerRestartPolicyAlways)), w: world{"ready", []string{"app=exited:1"}}, want: "start[app#1]"},
+		{name: "pod Always, container Never: done", pod: mkPod(always, withPolicy("app", v1.ContainerRestartPolicyNever)), w: world{"ready", []string{"app=exited:1"}}, want: "kill-pod"},
+		{name: "rule In 42 matches: restart", pod: mkPod(never, withPolicy("app", v1.ContainerRestartPolicyNever), withRestartOn("app", 42)), w: world{"ready", []string{"app=exited:42"}}, want: "start[app#1]"},
+		{name: "rule In 42 misses: done", pod: mkPod(never, withPolicy("app", v1.ContainerRestartPolicyNever), withRestartOn("app", 42)), w: world{"ready", []string{"app=exited:1"}}, want: "kill-pod"},
+		{name: "pod Never, init OnFailure failed: restart it", pod: mkPod(never, withInit("i1"), withPolicy("i1", v1.ContainerRestartPolicyOnFailure)), w: world{"ready", []string{"i1=exited:1"}}, want: "init[i1#1]"},
+		{name: "pod Always, init Never failed: pod fails", pod: mkPod(always, withInit("i1"), withPolicy("i1", v1.ContainerRestartPolicyNever)), w: world{"ready", []string{"i1=exited:1"}}, want: "kill-pod init-failed"},
+		{name: "liveness failed, pod Always, container Never: kill only", pod: mkPod(always, withProbes("app"), withPolicy("app", v1.ContainerRestartPolicyNever)), w: world{"ready", []string{"app=running"}}, probeFailed: map[string]string{"app": "liveness"}, want: "kill[app:LivenessProbe]"},
+		{name: "sandbox died, container OnFailure: succeeded app stays done", pod: mkPod(always, withApps("a", "b"), withPolicy("a", v1.ContainerRestartPolicyOnFailure)), w: world{"notready", []string{"a=exited:0", "b=exited:2"}}, want: "sandbox(attempt=3) start[b#1]"},
 
 		// Sandbox died or changed: everything again.
 		{name: "sandbox died: recreate all", pod: mkPod(always, withApps("a", "b")), w: world{"notready", []string{"a=exited:137", "b=exited:137#1"}}, want: "sandbox(attempt=3) start[a#1,b#2]"},

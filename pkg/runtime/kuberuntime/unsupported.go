@@ -13,9 +13,8 @@ import (
 // pod spec field; a field refused here is classified by these names.
 const (
 	RefusedPodResourceClaims       = "spec.resourceClaims (dynamic resource allocation)"
-	RefusedHostnameOverride        = "spec.hostnameOverride"
 	RefusedContainerResourceClaims = ".resources.claims (dynamic resource allocation)"
-	RefusedRestartPolicyRules      = ".restartPolicyRules"
+	RefusedRestartAllContainers    = ".action RestartAllContainers (RestartAllContainersOnContainerExits)"
 	RefusedStopSignal              = ".lifecycle.stopSignal"
 	RefusedBindMountOptions        = ".bindMountOptions (alpha, VolumeBindMountOptions)"
 )
@@ -38,15 +37,14 @@ func unsupportedFields(pod *v1.Pod) error {
 	if len(pod.Spec.ResourceClaims) > 0 {
 		out = append(out, RefusedPodResourceClaims)
 	}
-	if pod.Spec.HostnameOverride != nil {
-		out = append(out, RefusedHostnameOverride)
-	}
 	check := func(path string, c *v1.Container) {
 		if len(c.Resources.Claims) > 0 {
 			out = append(out, path+RefusedContainerResourceClaims)
 		}
-		if len(c.RestartPolicyRules) > 0 {
-			out = append(out, path+RefusedRestartPolicyRules)
+		for j, r := range c.RestartPolicyRules {
+			if r.Action == v1.ContainerRestartRuleActionRestartAllContainers {
+				out = append(out, fmt.Sprintf("%s.restartPolicyRules[%d]%s", path, j, RefusedRestartAllContainers))
+			}
 		}
 		if c.Lifecycle != nil && c.Lifecycle.StopSignal != nil {
 			out = append(out, path+RefusedStopSignal)

@@ -15,6 +15,16 @@ func TestUnsupportedFields(t *testing.T) {
 	if err := unsupportedFields(plain); err != nil {
 		t.Errorf("plain pod: %v", err)
 	}
+	// Implemented: a container's own restart policy and Restart rules, and
+	// hostnameOverride.
+	implemented := plain.DeepCopy()
+	implemented.Spec.HostnameOverride = ptr.To("x")
+	implemented.Spec.Containers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever)
+	implemented.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
+		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
+	if err := unsupportedFields(implemented); err != nil {
+		t.Errorf("restart rules and hostnameOverride: %v", err)
+	}
 	for name, tc := range map[string]struct {
 		mutate func(p *v1.Pod)
 		want   string
@@ -24,7 +34,13 @@ func TestUnsupportedFields(t *testing.T) {
 		"stop signal": {func(p *v1.Pod) {
 			p.Spec.Containers[0].Lifecycle = &v1.Lifecycle{StopSignal: ptr.To(v1.SIGUSR1)}
 		}, "spec.containers[0].lifecycle.stopSignal"},
-		"hostname override": {func(p *v1.Pod) { p.Spec.HostnameOverride = ptr.To("x") }, "spec.hostnameOverride"},
+		"restart all containers": {func(p *v1.Pod) {
+			p.Spec.Containers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever)
+			p.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{
+				{Action: v1.ContainerRestartRuleActionRestart, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{1}}},
+				{Action: v1.ContainerRestartRuleActionRestartAllContainers, ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}},
+			}
+		}, "spec.containers[0].restartPolicyRules[1].action RestartAllContainers"},
 		"bind mount options": {func(p *v1.Pod) {
 			p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "v", MountPath: "/v"}, {Name: "w", MountPath: "/w", BindMountOptions: []string{"noexec"}}}
 		}, "spec.containers[0].volumeMounts[1].bindMountOptions"},
