@@ -83,24 +83,10 @@ func newKubeletAPI(ctx context.Context, s *kubeletconfig.Settings, p apiParts) (
 		return nil, nil
 	}
 	log := klog.FromContext(ctx)
-	authn := cfg.Authentication
 	client := clientOf(p.clients)
-	auth, err := server.BuildAuth(server.AuthOptions{
-		Anonymous:            authn.Anonymous.Enabled != nil && *authn.Anonymous.Enabled,
-		ClientCAFile:         authn.X509.ClientCAFile,
-		WebhookAuthn:         authn.Webhook.Enabled != nil && *authn.Webhook.Enabled,
-		WebhookAuthnCacheTTL: authn.Webhook.CacheTTL.Duration,
-		AuthzMode:            string(cfg.Authorization.Mode),
-		AuthorizedTTL:        cfg.Authorization.Webhook.CacheAuthorizedTTL.Duration,
-		UnauthorizedTTL:      cfg.Authorization.Webhook.CacheUnauthorizedTTL.Duration,
-		Client:               client,
-	})
+	auth, err := buildAuth(ctx, s, client, p.recorder, p.nodeRef)
 	if err != nil {
-		return nil, fmt.Errorf("kubelet API: %w", err)
-	}
-	for _, w := range auth.Warnings {
-		log.Info("Kubelet API security setting cannot take effect", "detail", w)
-		p.recorder.Eventf(p.nodeRef, v1.EventTypeWarning, "KubeletAPISecurity", "%s", w)
+		return nil, err
 	}
 
 	var out []namedServer
@@ -137,6 +123,33 @@ func newKubeletAPI(ctx context.Context, s *kubeletconfig.Settings, p apiParts) (
 		return nil, fmt.Errorf("kubelet API: %w", err)
 	}
 	return append(out, namedServer{"kubelet-api", srv, srv}), nil
+}
+
+// buildAuth is the kubelet API's authentication and authorization from
+// the configuration, acting with client (webhook token reviews and
+// subject access reviews). A setting that cannot take effect is logged
+// and reported as an event on nodeRef.
+func buildAuth(ctx context.Context, s *kubeletconfig.Settings, client kubernetes.Interface, recorder record.EventRecorder, nodeRef *v1.ObjectReference) (*server.Auth, error) {
+	cfg := s.Config
+	authn := cfg.Authentication
+	auth, err := server.BuildAuth(server.AuthOptions{
+		Anonymous:            authn.Anonymous.Enabled != nil && *authn.Anonymous.Enabled,
+		ClientCAFile:         authn.X509.ClientCAFile,
+		WebhookAuthn:         authn.Webhook.Enabled != nil && *authn.Webhook.Enabled,
+		WebhookAuthnCacheTTL: authn.Webhook.CacheTTL.Duration,
+		AuthzMode:            string(cfg.Authorization.Mode),
+		AuthorizedTTL:        cfg.Authorization.Webhook.CacheAuthorizedTTL.Duration,
+		UnauthorizedTTL:      cfg.Authorization.Webhook.CacheUnauthorizedTTL.Duration,
+		Client:               client,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubelet API: %w", err)
+	}
+	for _, w := range auth.Warnings {
+		klog.FromContext(ctx).Info("Kubelet API security setting cannot take effect", "detail", w)
+		recorder.Eventf(nodeRef, v1.EventTypeWarning, "KubeletAPISecurity", "%s", w)
+	}
+	return auth, nil
 }
 
 // configz is the effective configuration as /configz shows it.

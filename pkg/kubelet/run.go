@@ -273,6 +273,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		if vn, err = nodeset.New(s, hostIPs, Version()); err != nil {
 			return err
 		}
+		vn.API = virtualNodeAPI(s)
 		checks = append(checks, server.HealthCheck{Name: "virtual-nodes", Check: vn.HealthCheck})
 	}
 

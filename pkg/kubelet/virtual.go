@@ -14,7 +14,8 @@ import (
 
 // runVirtualOnly runs a process with virtual nodes and no real node (no
 // container runtime, no machine facts, no static pods): the virtual
-// nodes, healthz and, when configured, the read-only API over their pods.
+// nodes (each with its kubelet API at its port), healthz and, when
+// configured, the read-only API over their pods.
 func runVirtualOnly(ctx context.Context, s *kubeletconfig.Settings) error {
 	log := klog.FromContext(ctx)
 	cfg := s.Config
@@ -26,6 +27,7 @@ func runVirtualOnly(ctx context.Context, s *kubeletconfig.Settings) error {
 	if err != nil {
 		return err
 	}
+	vn.API = virtualNodeAPI(s)
 	checks := []server.HealthCheck{{Name: "virtual-nodes", Check: vn.HealthCheck}}
 	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, vn, nil)
 	if err != nil {

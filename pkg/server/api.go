@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -79,6 +80,23 @@ type Containers interface {
 	// RunInContainer runs cmd and returns its combined output.
 	RunInContainer(ctx context.Context, pod *v1.Pod, container string, cmd []string) ([]byte, error)
 }
+
+// InProcessStreams is implemented by a Containers that serves exec, attach
+// and port-forward sessions itself instead of through a runtime's
+// streaming server (a virtual node, whose provider runs the session): the
+// API negotiates the client's upgraded connection (SPDY or WebSocket) with
+// k8s.io/cri-streaming's helpers and hands the streams to these methods,
+// with the pod's UID and the container's name. GetExec, GetAttach and
+// GetPortForward are then not called.
+type InProcessStreams interface {
+	remotecommand.Executor
+	remotecommand.Attacher
+	portforward.PortForwarder
+}
+
+// streamCreationTimeout bounds the wait for a client's streams once its
+// connection is upgraded (upstream's default, 30 s).
+const streamCreationTimeout = 30 * time.Second
 
 // LogWriter writes a container log (see Containers.ContainerLogs).
 type LogWriter func(ctx context.Context, stdout, stderr io.Writer) error
@@ -316,13 +334,24 @@ func (a *api) stream(w http.ResponseWriter, r *http.Request, t target) {
 		return
 	}
 	so := StreamOptions{Stdin: opts.Stdin, Stdout: opts.Stdout, Stderr: opts.Stderr, TTY: opts.TTY}
-	var u *url.URL
+	var cmd []string
 	if t.ep == epExec {
-		cmd := r.URL.Query()["command"]
-		if len(cmd) == 0 {
+		if cmd = r.URL.Query()["command"]; len(cmd) == 0 {
 			http.Error(w, "no command given (query parameter \"command\")", http.StatusBadRequest)
 			return
 		}
+	}
+	if in, ok := a.cfg.Containers.(InProcessStreams); ok {
+		name, uid := p.Namespace+"/"+p.Name, string(p.UID)
+		if t.ep == epExec {
+			remotecommand.ServeExec(w, r, in, name, uid, t.container, cmd, opts, a.cfg.Streams.IdleTimeout, streamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+		} else {
+			remotecommand.ServeAttach(w, r, in, name, uid, t.container, opts, a.cfg.Streams.IdleTimeout, streamCreationTimeout, remotecommand.SupportedStreamingProtocols)
+		}
+		return
+	}
+	var u *url.URL
+	if t.ep == epExec {
 		u, err = a.cfg.Containers.GetExec(r.Context(), p, t.container, cmd, so)
 	} else {
 		u, err = a.cfg.Containers.GetAttach(r.Context(), p, t.container, so)
@@ -342,6 +371,10 @@ func (a *api) portForward(w http.ResponseWriter, r *http.Request, t target) {
 	}
 	p, ok := a.pod(w, t)
 	if !ok {
+		return
+	}
+	if in, ok := a.cfg.Containers.(InProcessStreams); ok {
+		portforward.ServePortForward(w, r, in, p.Namespace+"/"+p.Name, string(p.UID), opts, a.cfg.Streams.IdleTimeout, streamCreationTimeout, portforward.SupportedProtocols)
 		return
 	}
 	u, err := a.cfg.Containers.GetPortForward(r.Context(), p, opts.Ports)

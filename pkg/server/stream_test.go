@@ -265,3 +265,123 @@ func TestStreamingRequestsAreChecked(t *testing.T) {
 }
 
 func cfgTLS() *tls.Config { return &tls.Config{InsecureSkipVerify: true} }
+
+// inProcessContainers serves sessions itself (InProcessStreams), as a
+// virtual node's provider does: no streaming server, no GetExec.
+type inProcessContainers struct{ fakeContainers }
+
+func (inProcessContainers) ExecInContainer(_ context.Context, name, uid, container string, cmd []string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan streamingrc.TerminalSize, _ time.Duration) error {
+	return fakeRuntime{}.Exec(context.Background(), name+"/"+uid+"/"+container, cmd, in, out, errw, tty, nil)
+}
+
+func (inProcessContainers) AttachContainer(_ context.Context, name, uid, container string, in io.Reader, out, errw io.WriteCloser, tty bool, _ <-chan streamingrc.TerminalSize) error {
+	return fakeRuntime{}.Attach(context.Background(), name+"/"+uid+"/"+container, in, out, errw, tty, nil)
+}
+
+func (inProcessContainers) PortForward(_ context.Context, name, uid string, port int32, stream io.ReadWriteCloser) error {
+	return fakeRuntime{}.PortForward(context.Background(), "in-process "+uid, port, stream)
+}
+
+func (inProcessContainers) GetExec(context.Context, *v1.Pod, string, []string, StreamOptions) (*url.URL, error) {
+	return nil, errors.New("GetExec called for in-process streams")
+}
+
+func (inProcessContainers) GetAttach(context.Context, *v1.Pod, string, StreamOptions) (*url.URL, error) {
+	return nil, errors.New("GetAttach called for in-process streams")
+}
+
+func (inProcessContainers) GetPortForward(context.Context, *v1.Pod, []int32) (*url.URL, error) {
+	return nil, errors.New("GetPortForward called for in-process streams")
+}
+
+// A Containers with InProcessStreams serves exec (with its exit code),
+// stdin, attach and port-forward on the API's own connection, with the
+// pod's UID.
+func TestInProcessStreams(t *testing.T) {
+	h := allowAll(t, Config{Pods: lookupOf(&fakeSource{}, testPod()), Containers: &inProcessContainers{}, DebuggingHandlers: true})
+	addr := serveTLS(t, TLSOptions{CertDir: t.TempDir()}, h)
+	cfg := &rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	u, _ := url.Parse(cfg.Host + "/exec/ns/web/main?command=fail&command=now&output=1&error=1")
+	ex, err := remotecommand.NewSPDYExecutor(cfg, "POST", u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errb})
+	var exit utilexec.ExitError
+	if !errors.As(err, &exit) || exit.ExitStatus() != 3 {
+		t.Errorf("exec: want exit status 3, got %v", err)
+	}
+	if out.String() != "exec in ns/web/uid-1/main: fail now tty=false\n" || errb.String() != "to stderr\n" {
+		t.Errorf("exec: stdout %q stderr %q", out.String(), errb.String())
+	}
+
+	u, _ = url.Parse(cfg.Host + "/exec/ns/web/main?command=cat&input=1&output=1")
+	if ex, err = remotecommand.NewSPDYExecutor(cfg, "POST", u); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader("hello"), Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "exec in ns/web/uid-1/main: cat tty=false\nstdin: hello\n" {
+		t.Errorf("exec with stdin: %q", out.String())
+	}
+
+	u, _ = url.Parse(cfg.Host + "/attach/ns/web/main?input=1&output=1")
+	if ex, err = remotecommand.NewSPDYExecutor(cfg, "POST", u); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader("typed"), Stdout: &out}); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "attached to ns/web/uid-1/main\nstdin: typed\n" {
+		t.Errorf("attach: %q", out.String())
+	}
+
+	transport, upgrader, err := spdy.RoundTripperFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ = url.Parse(cfg.Host + "/portForward/ns/web")
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", u)
+	stop, ready := make(chan struct{}), make(chan struct{})
+	defer close(stop)
+	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- pf.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-errc:
+		t.Fatal(err)
+	case <-ctx.Done():
+		t.Fatal("port forward not ready")
+	}
+	ports, err := pf.GetPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	b, err := io.ReadAll(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != "in-process uid-1:8080 got ping" {
+		t.Errorf("forwarded: %q", b)
+	}
+}

@@ -386,3 +386,60 @@ func TestKubectlPortForward(t *testing.T) {
 		})
 	}
 }
+
+var forwardingAny = regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> \d+`)
+
+// portForwardEcho runs kubectl port-forward to the pod's port, sends msg
+// over the forwarded connection and returns what comes back (as much as
+// msg's length) before the deadline.
+func portForwardEcho(t *testing.T, ns, pod string, port int, msg string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := kubectlCmd(ctx, nil, ns, "port-forward", "pod/"+pod, fmt.Sprintf(":%d", port))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); _ = cmd.Wait() }()
+	portc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := forwardingAny.FindStringSubmatch(sc.Text()); m != nil {
+				portc <- m[1]
+			}
+		}
+		close(portc)
+	}()
+	var local string
+	select {
+	case p, ok := <-portc:
+		if !ok {
+			t.Fatalf("port-forward ended: %s", errb.String())
+		}
+		local = p
+	case <-time.After(framework.WaitLimit):
+		t.Fatalf("port-forward not ready: %s", errb.String())
+	}
+	conn, err := net.Dial("tcp", "127.0.0.1:"+local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, msg); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(framework.WaitLimit))
+	got := make([]byte, len(msg))
+	n, err := io.ReadFull(conn, got)
+	if err != nil {
+		t.Errorf("reading the echo: %v (stderr %s)", err, errb.String())
+	}
+	return string(got[:n])
+}

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -32,15 +33,25 @@ import (
 )
 
 // kubeletURL is the node's kubelet API, as the API server reaches it.
-func kubeletURL(path string) string {
-	return "https://" + net.JoinHostPort(clusterEnv["NODE_IP"], "10250") + path
+func kubeletURL(path string) string { return kubeletURLAt(10250, path) }
+
+// kubeletURLAt is the kubelet API at port of the machine (a virtual
+// node's is at its own port).
+func kubeletURLAt(port int, path string) string {
+	return "https://" + net.JoinHostPort(clusterEnv["NODE_IP"], strconv.Itoa(port)) + path
 }
 
 // callKubelet sends a GET to the kubelet API with a bearer token or a
 // client certificate (or neither).
 func callKubelet(t *testing.T, token string, cert *tls.Certificate, path string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("GET", kubeletURL(path), nil)
+	return callKubeletAt(t, 10250, token, cert, path)
+}
+
+// callKubeletAt is callKubelet for the kubelet API at port.
+func callKubeletAt(t *testing.T, port int, token string, cert *tls.Certificate, path string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", kubeletURLAt(port, path), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -267,6 +267,59 @@ func TestVirtualNodes(t *testing.T) {
 		waitGone(t, ns, "on-mock")
 	})
 
+	// Each virtual node serves the kubelet API at the port its Node
+	// advertises: kubectl logs, exec (with its exit code) and
+	// port-forward reach its pods through the API server, and the port
+	// refuses callers without credentials (401) or without rights (403).
+	t.Run("KubeletAPIServesItsPods", func(t *testing.T) {
+		ns := namespace(t)
+		tns := "vk-" + ns
+		targetNamespaceCleanup(t, client, tns)
+		dumpOnFailure(t, client, ns, tns)
+		nobody := saToken(t, ns, "nobody")
+		for _, tc := range []struct {
+			node    string
+			port    int
+			logLine string
+		}{
+			{vkMock, 10261, "mock: container main running on node " + vkMock},
+			{vkTarget, 10260, "tcp echo listening on"},
+		} {
+			t.Run(tc.node, func(t *testing.T) {
+				name := "api-" + tc.node
+				p := testPod(name, "--tcp-port=9000")
+				p.Spec.NodeName = tc.node
+				createPod(t, ns, p)
+				waitPod(t, ns, name, "Running", running)
+
+				framework.Eventually(t, "kubectl logs "+name, func() (bool, string) {
+					out, errs, code := kubectl(t, nil, "", ns, "logs", name)
+					return code == 0 && strings.Contains(out, tc.logLine), fmt.Sprintf("exit %d: %s%s", code, out, errs)
+				})
+				if out, errs, code := kubectl(t, nil, "", ns, "exec", name, "--", "echo", "hello"); code != 0 || out != "hello\n" {
+					t.Errorf("kubectl exec echo: exit %d stdout %q stderr %q", code, out, errs)
+				}
+				if _, errs, code := kubectl(t, nil, "", ns, "exec", name, "--", "sh", "-c", "exit 3"); code != 3 {
+					t.Errorf("kubectl exec exit 3: exit %d, want 3 (%s)", code, errs)
+				}
+				if got := portForwardEcho(t, ns, name, 9000, "ping\n"); got != "ping\n" {
+					t.Errorf("port-forward echo: %q", got)
+				}
+				// Through the API server's node proxy: the node's own pods.
+				if out := mustKubectl(t, nil, "", "", "get", "--raw", "/api/v1/nodes/"+tc.node+"/proxy/pods"); !strings.Contains(out, `"name":"`+name+`"`) {
+					t.Errorf("/pods of %s through the API server does not list %s:\n%.500s", tc.node, name, out)
+				}
+				// Directly, without credentials and without rights.
+				if code, body := callKubeletAt(t, tc.port, "", nil, "/pods"); code != 401 || strings.Contains(body, name) {
+					t.Errorf("%s /pods without credentials: %d %.200q", tc.node, code, body)
+				}
+				if code, body := callKubeletAt(t, tc.port, nobody, nil, "/pods"); code != 403 || !strings.Contains(body, "system:serviceaccount:"+ns+":nobody") || strings.Contains(body, name) {
+					t.Errorf("%s /pods with a token without rights: %d %.200q", tc.node, code, body)
+				}
+			})
+		}
+	})
+
 	t.Run("DeploymentRunsInTarget", func(t *testing.T) {
 		ns := namespace(t)
 		tns := "vk-" + ns

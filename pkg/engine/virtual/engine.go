@@ -463,3 +463,15 @@ func (e *Engine) Provider() provider.Provider { return e.prov }
 
 // Pods returns the node's pods with their latest status (/pods).
 func (e *Engine) Pods() []*v1.Pod { return e.core.PodsWithStatus() }
+
+// GetPodByName returns the node's pod with that namespace and name (the
+// kubelet API's logs, exec, attach and port-forward targets).
+func (e *Engine) GetPodByName(namespace, name string) (*v1.Pod, bool) {
+	return e.core.Pods().GetByFullName(namespace + "/" + name)
+}
+
+// RunningPods returns the pods the provider runs for this node
+// (/runningpods/).
+func (e *Engine) RunningPods(ctx context.Context) ([]*v1.Pod, error) {
+	return e.prov.ListPods(ctx)
+}

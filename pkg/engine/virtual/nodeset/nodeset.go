@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -87,6 +88,38 @@ type Set struct {
 
 	regOnce sync.Once
 	reg     *registry
+
+	// API builds the kubelet API of one virtual node, served at the port
+	// its Node advertises (pkg/kubelet sets it before Start; nil serves
+	// nothing, as in tests). It binds the port; the node's loops start
+	// it, and Close releases the port if they never do.
+	API func(ctx context.Context, a NodeAPI) (APIServer, error)
+}
+
+// NodeAPI is what a virtual node's kubelet API is built from.
+type NodeAPI struct {
+	Name string
+	// Port is the node's port (its daemonEndpoints).
+	Port int32
+	// HostIPs are the node's addresses.
+	HostIPs []string
+	// CertDir is the node's own directory for its serving certificate,
+	// under --root-dir ("" without one).
+	CertDir string
+	// Clients act as the node's identity (webhook authentication and
+	// authorization, events).
+	Clients *node.Clients
+	// Engine serves the pods (/pods, /runningpods/, logs, exec, attach,
+	// port-forward) and its provider the streams.
+	Engine *virtual.Engine
+	// Core is the node's core (events on the Node).
+	Core *node.Core
+}
+
+// APIServer is a virtual node's bound kubelet API.
+type APIServer interface {
+	runnable.Runnable
+	io.Closer
 }
 
 // sharedClients are the clients of one identity and their service
@@ -387,6 +420,25 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 	n.mu.Lock()
 	n.engine = eng
 	n.mu.Unlock()
+	// The kubelet API at the advertised port, bound now and released when
+	// the node stops, whether or not it started serving. It starts once
+	// the Node is registered, before the provider is ready, so a node
+	// whose backend is away still answers.
+	var api APIServer
+	if v.API != nil {
+		certDir := ""
+		if d := v.stateDir(); d != "" {
+			certDir = filepath.Join(d, "nodes", def.Name, "pki")
+		}
+		api, err = v.API(ctx, NodeAPI{Name: def.Name, Port: def.Port, HostIPs: v.hostIPs, CertDir: certDir,
+			Clients: clients, Engine: eng, Core: core})
+		if err != nil {
+			return fmt.Errorf("kubelet API on port %d: %w", def.Port, err)
+		}
+		if api != nil {
+			defer api.Close()
+		}
+	}
 	// The Node registers first (NotReady while the provider's backend is
 	// not there: its NodeStatus says why); pods wait for the provider.
 	var g runnable.Group
@@ -394,6 +446,9 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 		g.Stage("identity").Add("client-certificate", identity)
 	}
 	core.AddTo(g.Stage("core"))
+	if api != nil {
+		g.Stage("api").Add("kubelet-api", api)
+	}
 	g.Stage("provider").Add("provider", &providerGate{prov: prov, done: providerDone, name: def.Provider})
 	eng.AddTo(g.Stage("engine"), g.Stage("pod-sync"))
 	v.mu.Lock()

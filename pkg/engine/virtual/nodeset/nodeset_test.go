@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -84,6 +85,20 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 	}
 	v.newClients = func(string) (*node.Clients, error) { return &node.Clients{Kube: client, Events: client}, nil }
 	v.watchInterval = 20 * time.Millisecond
+	var apiMu sync.Mutex
+	apis := map[string]*fakeAPI{}
+	v.API = func(_ context.Context, a NodeAPI) (APIServer, error) {
+		apiMu.Lock()
+		defer apiMu.Unlock()
+		f := &fakeAPI{def: a, started: make(chan struct{})}
+		apis[a.Name] = f
+		return f, nil
+	}
+	apiOf := func(name string) *fakeAPI {
+		apiMu.Lock()
+		defer apiMu.Unlock()
+		return apis[name]
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- v.Start(ctx) }()
@@ -137,6 +152,22 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 	if streams == nil {
 		t.Fatal("no streams for vn-b")
 	}
+	// Each node's kubelet API: built for its name and port, with its own
+	// certificate directory under the root dir, and started.
+	for name, port := range map[string]int32{"vn-a": 10260, "vn-b": 10261} {
+		f := apiOf(name)
+		if f == nil {
+			t.Fatalf("no kubelet API built for %s", name)
+		}
+		if f.def.Port != port || f.def.CertDir != filepath.Join(root, "virtual-nodes", "nodes", name, "pki") || f.def.Engine == nil || f.def.Clients == nil {
+			t.Errorf("%s's API: port %d certDir %q engine %v", name, f.def.Port, f.def.CertDir, f.def.Engine != nil)
+		}
+		select {
+		case <-f.started:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s's kubelet API not started", name)
+		}
+	}
 	running, err := v.RunningPods(context.Background())
 	if err != nil || len(running) != 1 {
 		t.Fatalf("running pods = %d, %v", len(running), err)
@@ -165,6 +196,9 @@ func TestVirtualNodesFollowTheFile(t *testing.T) {
 	if v.Streams("vn-b") != nil {
 		t.Error("a removed node still has streams")
 	}
+	if !apiOf("vn-b").closed.Load() || apiOf("vn-a").closed.Load() {
+		t.Errorf("after removing vn-b: its API closed %v, vn-a's closed %v; want only vn-b's port released", apiOf("vn-b").closed.Load(), apiOf("vn-a").closed.Load())
+	}
 	if err := v.HealthCheck(); err != nil {
 		t.Errorf("health: %v", err)
 	}
@@ -187,3 +221,19 @@ func TestVirtualNodesUnknownProvider(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// fakeAPI stands in for a virtual node's kubelet API.
+type fakeAPI struct {
+	def       NodeAPI
+	started   chan struct{}
+	startOnce sync.Once
+	closed    atomic.Bool
+}
+
+func (f *fakeAPI) Start(ctx context.Context) error {
+	f.startOnce.Do(func() { close(f.started) })
+	<-ctx.Done()
+	return nil
+}
+
+func (f *fakeAPI) Close() error { f.closed.Store(true); return nil }
