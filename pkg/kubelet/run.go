@@ -273,8 +273,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		if vn, err = nodeset.New(s, hostIPs, Version()); err != nil {
 			return err
 		}
+		// The real node's /healthz does not depend on its virtual nodes:
+		// each shows its own health (its Ready condition, its own API's
+		// /healthz), and a failing one is logged and started again.
 		vn.API = virtualNodeAPI(s)
-		checks = append(checks, server.HealthCheck{Name: "virtual-nodes", Check: vn.HealthCheck})
 	}
 
 	// HTTP endpoints: bound now, so a port in use fails the start clearly.

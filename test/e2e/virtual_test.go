@@ -8,10 +8,14 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -606,6 +610,57 @@ nodes:
 		}
 		return left == 0 && len(remote.Items) == 0, fmt.Sprintf("%d origin, %d target", left, len(remote.Items))
 	})
+
+	// The target's API server goes away: vk-cluster2 turns NotReady with
+	// the reason within 40 s while the real node's healthz stays ok, and
+	// it is Ready again once the target answers.
+	pidFile := "/run/gokubelet/cluster2/kube-apiserver.pid"
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("%s: %v", pidFile, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatalf("stopping cluster 2's kube-apiserver: %v", err)
+	}
+	stopped := time.Now()
+	within(t, 40*time.Second, "vk-cluster2 NotReady (TargetUnreachable)", func() (bool, string) {
+		if code, body := realHealthz(); code != 200 {
+			t.Errorf("the real node's healthz while the target is away: %d %s", code, body)
+		}
+		n, err := client.CoreV1().Nodes().Get(ctx, "vk-cluster2", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == v1.NodeReady {
+				return c.Status == v1.ConditionFalse && c.Reason == "TargetUnreachable", fmt.Sprintf("%s %s %s", c.Status, c.Reason, c.Message)
+			}
+		}
+		return false, "no Ready condition"
+	})
+	t.Logf("vk-cluster2 NotReady %v after its target's API server stopped", time.Since(stopped).Round(time.Second))
+	if err := framework.Script(repoRoot, env2, "hack/cluster.sh", "up"); err != nil {
+		t.Fatal(err)
+	}
+	waitNodeReady(t, "vk-cluster2", framework.WaitLimit)
+	if code, body := realHealthz(); code != 200 {
+		t.Errorf("the real node's healthz after the target came back: %d %s", code, body)
+	}
+}
+
+// realHealthz asks the real node's healthz endpoint.
+func realHealthz() (int, string) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/healthz", kubelet.HealthzPort))
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // ---- Attacks by a tenant of the target cluster ------------------------

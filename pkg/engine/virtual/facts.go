@@ -3,6 +3,7 @@ package virtual
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -30,6 +31,9 @@ type Facts struct {
 	// Capacity overrides the provider's capacity (and allocatable) for the
 	// resources it names.
 	Capacity v1.ResourceList
+
+	mu   sync.Mutex
+	last *nodestatus.Facts
 }
 
 // NodeFacts asks the provider and maps its answer.
@@ -37,10 +41,26 @@ func (f *Facts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	ctx, cancel := context.WithTimeout(ctx, factsTimeout)
 	defer cancel()
 	ns, err := f.Provider.NodeStatus(ctx)
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if err != nil {
-		return nodestatus.Facts{}, fmt.Errorf("provider %s: node status: %w", f.ProviderType, err)
+		err = fmt.Errorf("provider %s: node status: %w", f.ProviderType, err)
+		if f.last == nil {
+			return nodestatus.Facts{}, err
+		}
+		// The last facts, but NotReady with the error: a provider that
+		// cannot say how its backend is must not look Ready.
+		return notReady(*f.last, err), nil
 	}
-	return MapNodeStatus(ns, f.ProviderType, f.NodeName, f.HostIPs, f.Capacity), nil
+	facts := MapNodeStatus(ns, f.ProviderType, f.NodeName, f.HostIPs, f.Capacity)
+	f.last = &facts
+	return facts, nil
+}
+
+// notReady is facts with err added to the reasons the node is not ready.
+func notReady(facts nodestatus.Facts, err error) nodestatus.Facts {
+	facts.Readiness.Errors = append(append([]string(nil), facts.Readiness.Errors...), err.Error())
+	return facts
 }
 
 // MapNodeStatus turns a provider's node status into node facts (pure).

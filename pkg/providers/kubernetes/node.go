@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,9 +16,33 @@ import (
 var summedResources = []v1.ResourceName{v1.ResourceCPU, v1.ResourceMemory, v1.ResourcePods, v1.ResourceEphemeralStorage}
 
 // NodeStatus reports the target cluster as one node: the sum of the
-// allocatable of the nodes a copy can land on, Ready while the target is
-// synced and has such a node.
-func (p *Provider) NodeStatus(context.Context) (provider.NodeStatus, error) {
+// allocatable of the nodes a copy can land on, Ready while the target's
+// API server answers /readyz, its nodes are synced and it has such a node.
+func (p *Provider) NodeStatus(ctx context.Context) (provider.NodeStatus, error) {
+	st := p.cachedNodeStatus()
+	// The informers keep their last state while the target is away, so
+	// ask the target itself: NotReady, with the reason, until it answers.
+	if err := p.targetReady(ctx); err != nil {
+		st.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "TargetUnreachable",
+			Message: fmt.Sprintf("the target cluster's API server is not ready: %v", err)}}
+	}
+	return st, nil
+}
+
+// targetReady asks the target API server's /readyz (public to every
+// caller). A client without a REST client (a fake, in tests) counts as
+// ready.
+func (p *Provider) targetReady(ctx context.Context) error {
+	rc := p.target.Discovery().RESTClient()
+	if rc == nil || reflect.ValueOf(rc).IsNil() {
+		return nil
+	}
+	return rc.Get().AbsPath("/readyz").Do(ctx).Error()
+}
+
+// cachedNodeStatus is the node status from the informers' view of the
+// target.
+func (p *Provider) cachedNodeStatus() provider.NodeStatus {
 	p.mu.Lock()
 	version := p.version
 	p.mu.Unlock()
@@ -31,12 +56,9 @@ func (p *Provider) NodeStatus(context.Context) (provider.NodeStatus, error) {
 	if !p.nodeInformer.HasSynced() {
 		st.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "TargetNotSynced",
 			Message: "the target cluster's nodes are not known yet (is it reachable?)"}}
-		return st, nil
+		return st
 	}
-	nodes, err := p.nodes.List(labels.Everything())
-	if err != nil {
-		return st, err
-	}
+	nodes, _ := p.nodes.List(labels.Everything()) // a lister never fails
 	capacity, n, sample := Capacity(nodes)
 	st.Capacity = capacity
 	if sample != nil {
@@ -48,7 +70,7 @@ func (p *Provider) NodeStatus(context.Context) (provider.NodeStatus, error) {
 		st.Conditions = []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionFalse, Reason: "NoTargetNodes",
 			Message: fmt.Sprintf("the target cluster has no Ready, schedulable node without the %s taint", taintKey)}}
 	}
-	return st, nil
+	return st
 }
 
 // Capacity sums the allocatable of the nodes a copy can land on: Ready,
