@@ -16,12 +16,16 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
+	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
 	"github.com/gokubelet/kubelet/pkg/engine/virtual"
 	"github.com/gokubelet/kubelet/pkg/engine/virtual/nodeset"
 	"github.com/gokubelet/kubelet/pkg/errdefs"
+	"github.com/gokubelet/kubelet/pkg/provider"
 	"github.com/gokubelet/kubelet/pkg/server"
+	"github.com/gokubelet/kubelet/pkg/server/monitoring"
+	"github.com/gokubelet/kubelet/pkg/stats"
 )
 
 // virtualNodeAPI returns the builder of a virtual node's kubelet API. With
@@ -31,7 +35,8 @@ import (
 // self-signed for the node's name, kept in the node's own directory
 // (serverTLSBootstrap and tlsCertFile are the real node's; a log line says
 // so when they are set); the host-only endpoints are off (/logs/,
-// /configz, /debug/); there are no /stats/ or /metrics routes yet.
+// /configz, /debug/); /stats/summary and /metrics/resource come from the
+// provider's stats (provider.StatsProvider), and there is no /metrics.
 func virtualNodeAPI(s *kubeletconfig.Settings) func(context.Context, nodeset.NodeAPI) (nodeset.APIServer, error) {
 	return func(ctx context.Context, a nodeset.NodeAPI) (nodeset.APIServer, error) {
 		cfg := s.Config
@@ -56,10 +61,18 @@ func virtualNodeAPI(s *kubeletconfig.Settings) func(context.Context, nodeset.Nod
 		if err != nil {
 			return nil, fmt.Errorf("kubelet API: %w", err)
 		}
+		// /stats/summary and /metrics/resource (metrics-server, kubectl
+		// top) from a provider that reports stats.
+		var routes []server.Route
+		if sp, ok := a.Engine.Provider().(provider.StatsProvider); ok {
+			src := providerSummary{sp}
+			routes = monitoring.Routes(monitoring.Options{Summary: src, Resource: stats.NewResourceRegistry(src)})
+		}
 		hc := handlerConfig(s, apiParts{
 			pods:       virtualPods{a.Engine},
 			containers: virtualContainers{a.Engine.Streams()},
 			checks:     []server.HealthCheck{{Name: "pod-informer", Check: a.Engine.HealthCheck}},
+			routes:     routes,
 		}, auth)
 		hc.NodeName = a.Name
 		hc.SystemLogHandler, hc.ProfilingHandler, hc.DebugFlagsHandler = false, false, false
@@ -74,6 +87,14 @@ func virtualNodeAPI(s *kubeletconfig.Settings) func(context.Context, nodeset.Nod
 		}
 		return srv, nil
 	}
+}
+
+// providerSummary is a provider's stats summary as the stats routes read
+// it (a provider reports CPU and memory at most).
+type providerSummary struct{ p provider.StatsProvider }
+
+func (s providerSummary) Summary(ctx context.Context, _ bool) (*statsapi.Summary, error) {
+	return s.p.GetStatsSummary(ctx)
 }
 
 // virtualPods are a virtual node's pods, for the pod endpoints.

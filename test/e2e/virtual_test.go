@@ -69,7 +69,7 @@ func baseVirtualNodes() map[string]string {
 		vkMock: `- name: vk-mock
   provider: mock
   port: 10261
-  providerConfig: {startDelay: 100ms}
+  providerConfig: {startDelay: 100ms, usage: {cpu: 10m, memory: 16Mi}}
 `,
 	}
 }
@@ -312,6 +312,16 @@ func TestVirtualNodes(t *testing.T) {
 				// Through the API server's node proxy: the node's own pods.
 				if out := mustKubectl(t, nil, "", "", "get", "--raw", "/api/v1/nodes/"+tc.node+"/proxy/pods"); !strings.Contains(out, `"name":"`+name+`"`) {
 					t.Errorf("/pods of %s through the API server does not list %s:\n%.500s", tc.node, name, out)
+				}
+				if tc.node == vkMock {
+					// The mock's configured usage, as metrics-server reads it.
+					want := `container_memory_working_set_bytes{container="main",namespace="` + ns + `",pod="` + name + `"} 1.6777216e+07`
+					if out := mustKubectl(t, nil, "", "", "get", "--raw", "/api/v1/nodes/"+tc.node+"/proxy/metrics/resource"); !strings.Contains(out, want) {
+						t.Errorf("/metrics/resource of %s has no %s:\n%.800s", tc.node, want, out)
+					}
+					if out := mustKubectl(t, nil, "", "", "get", "--raw", "/api/v1/nodes/"+tc.node+"/proxy/stats/summary"); !strings.Contains(out, `"name":"`+name+`"`) || !strings.Contains(out, `"usageNanoCores":10000000`) {
+						t.Errorf("/stats/summary of %s:\n%.800s", tc.node, out)
+					}
 				}
 				// Directly, without credentials and without rights.
 				if code, body := callKubeletAt(t, tc.port, "", nil, "/pods"); code != 401 || strings.Contains(body, name) {

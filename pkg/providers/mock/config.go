@@ -21,6 +21,7 @@ import (
 //	  capacity: {cpu: "1000", memory: 4Ti, pods: "20000"}
 //	  notReady: ""             # a message makes the node NotReady
 //	  notifier: true           # false: no push notifications (polled)
+//	  usage: {cpu: 100m, memory: 64Mi}   # each running container's reported use (none: no figures)
 type Config struct {
 	StartDelay   metav1.Duration   `json:"startDelay,omitempty"`
 	StopDelay    metav1.Duration   `json:"stopDelay,omitempty"`
@@ -31,6 +32,19 @@ type Config struct {
 	Capacity     map[string]string `json:"capacity,omitempty"`
 	NotReady     string            `json:"notReady,omitempty"`
 	Notifier     *bool             `json:"notifier,omitempty"`
+	// Usage is what every running container reports using (stats
+	// summary, /metrics/resource, kubectl top); without it the mock
+	// reports no CPU or memory figures at all rather than zeros.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
+// Usage is a container's configured resource use.
+type Usage struct {
+	// CPU in cores ("100m"): the usage rate, and the cumulative usage
+	// grows at that rate from the container's start.
+	CPU string `json:"cpu,omitempty"`
+	// Memory working set ("64Mi").
+	Memory string `json:"memory,omitempty"`
 }
 
 // Latency is added to each call of the kind (the call waits, or returns
@@ -87,6 +101,16 @@ func ParseConfig(raw []byte) (Config, error) {
 	for k, v := range c.Capacity {
 		if _, err := resource.ParseQuantity(v); err != nil {
 			return Config{}, fmt.Errorf("mock providerConfig: capacity[%s]: %q is not a quantity", k, v)
+		}
+	}
+	if u := c.Usage; u != nil {
+		for k, v := range map[string]string{"cpu": u.CPU, "memory": u.Memory} {
+			if v == "" {
+				continue
+			}
+			if q, err := resource.ParseQuantity(v); err != nil || q.Sign() < 0 {
+				return Config{}, fmt.Errorf("mock providerConfig: usage.%s: %q is not a non-negative quantity", k, v)
+			}
 		}
 	}
 	for name, d := range map[string]metav1.Duration{"startDelay": c.StartDelay, "stopDelay": c.StopDelay, "latency.create": c.Latency.Create,

@@ -73,6 +73,13 @@ type Provider struct {
 	notify func(*v1.Pod)
 	nextIP uint32
 	calls  map[string]int
+
+	// started is when the provider was made (the node's start time);
+	// cpuNano and memBytes the configured usage of a running container,
+	// haveUsage whether there is one (Config.Usage).
+	started           time.Time
+	cpuNano, memBytes uint64
+	haveUsage         bool
 }
 
 type entry struct {
@@ -108,7 +115,7 @@ func NewWithConfig(nodeName string, cfg Config) *Provider {
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
-	return &Provider{
+	p := &Provider{
 		cfg:      cfg,
 		nodeName: nodeName,
 		capacity: capacity,
@@ -116,7 +123,18 @@ func NewWithConfig(nodeName string, cfg Config) *Provider {
 		pods:     map[string]*entry{},
 		nextIP:   1,
 		calls:    map[string]int{},
+		started:  time.Now(),
 	}
+	if u := cfg.Usage; u != nil {
+		p.haveUsage = true
+		if q, err := resource.ParseQuantity(u.CPU); err == nil && q.Sign() > 0 {
+			p.cpuNano = uint64(q.ScaledValue(resource.Nano))
+		}
+		if q, err := resource.ParseQuantity(u.Memory); err == nil && q.Sign() > 0 {
+			p.memBytes = uint64(q.Value())
+		}
+	}
+	return p
 }
 
 // Calls reports how many times each method was called (tests).
@@ -583,20 +601,49 @@ func (p *Provider) PortForward(ctx context.Context, namespace, name string, port
 	return copyCtx(ctx, stream, stream)
 }
 
-// GetStatsSummary reports the node and its pods with zero usage.
+// GetStatsSummary reports the node and its running pods. CPU and memory
+// are the configured usage (Config.Usage) of each running container,
+// summed for pods and the node; without a configured usage there are no
+// CPU or memory figures (no zeros that look measured).
 func (p *Provider) GetStatsSummary(context.Context) (*statsv1alpha1.Summary, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := metav1.Now()
-	s := &statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: p.nodeName, StartTime: now}}
+	s := &statsv1alpha1.Summary{Node: statsv1alpha1.NodeStats{NodeName: p.nodeName, StartTime: metav1.NewTime(p.started)}}
+	cpuNano, memBytes, usage := p.cpuNano, p.memBytes, p.haveUsage
+	var nodeCPU, nodeCum, nodeMem uint64
 	for _, e := range p.pods {
-		ps := statsv1alpha1.PodStats{PodRef: statsv1alpha1.PodReference{Name: e.pod.Name, Namespace: e.pod.Namespace, UID: string(e.pod.UID)}, StartTime: now}
-		for _, c := range e.pod.Spec.Containers {
-			zero := uint64(0)
-			ps.Containers = append(ps.Containers, statsv1alpha1.ContainerStats{Name: c.Name, StartTime: now,
-				CPU: &statsv1alpha1.CPUStats{Time: now, UsageNanoCores: &zero, UsageCoreNanoSeconds: &zero}, Memory: &statsv1alpha1.MemoryStats{Time: now, WorkingSetBytes: &zero}})
+		if e.gone || e.pod.Status.Phase != v1.PodRunning {
+			continue
+		}
+		ps := statsv1alpha1.PodStats{PodRef: statsv1alpha1.PodReference{Name: e.pod.Name, Namespace: e.pod.Namespace, UID: string(e.pod.UID)}}
+		if e.pod.Status.StartTime != nil {
+			ps.StartTime = *e.pod.Status.StartTime
+		}
+		var podCPU, podCum, podMem uint64
+		for _, cs := range e.pod.Status.ContainerStatuses {
+			if cs.State.Running == nil {
+				continue
+			}
+			c := statsv1alpha1.ContainerStats{Name: cs.Name, StartTime: cs.State.Running.StartedAt}
+			if usage {
+				cum := cpuNano * uint64(max(now.Sub(cs.State.Running.StartedAt.Time), 0).Seconds())
+				c.CPU = &statsv1alpha1.CPUStats{Time: now, UsageNanoCores: ptrTo(cpuNano), UsageCoreNanoSeconds: ptrTo(cum)}
+				c.Memory = &statsv1alpha1.MemoryStats{Time: now, WorkingSetBytes: ptrTo(memBytes), UsageBytes: ptrTo(memBytes)}
+				podCPU, podCum, podMem = podCPU+cpuNano, podCum+cum, podMem+memBytes
+			}
+			ps.Containers = append(ps.Containers, c)
+		}
+		if usage {
+			ps.CPU = &statsv1alpha1.CPUStats{Time: now, UsageNanoCores: ptrTo(podCPU), UsageCoreNanoSeconds: ptrTo(podCum)}
+			ps.Memory = &statsv1alpha1.MemoryStats{Time: now, WorkingSetBytes: ptrTo(podMem), UsageBytes: ptrTo(podMem)}
+			nodeCPU, nodeCum, nodeMem = nodeCPU+podCPU, nodeCum+podCum, nodeMem+podMem
 		}
 		s.Pods = append(s.Pods, ps)
+	}
+	if usage {
+		s.Node.CPU = &statsv1alpha1.CPUStats{Time: now, UsageNanoCores: ptrTo(nodeCPU), UsageCoreNanoSeconds: ptrTo(nodeCum)}
+		s.Node.Memory = &statsv1alpha1.MemoryStats{Time: now, WorkingSetBytes: ptrTo(nodeMem), UsageBytes: ptrTo(nodeMem)}
 	}
 	return s, nil
 }

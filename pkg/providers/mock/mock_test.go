@@ -57,6 +57,7 @@ func TestParseConfig(t *testing.T) {
 		"bad class":      {`{"failureClass": "sometimes"}`, "failureClass"},
 		"bad capacity":   {`{"capacity": {"cpu": "lots"}}`, "capacity[cpu]"},
 		"negative delay": {`{"stopDelay": "-1s"}`, "stopDelay"},
+		"bad usage":      {`{"usage": {"memory": "-1Mi"}}`, "usage.memory"},
 	} {
 		_, err := ParseConfig([]byte(tc.raw))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -171,4 +172,47 @@ func TestConformanceNoStartDelay(t *testing.T) {
 		},
 		Timeout: 10 * time.Second,
 	})
+}
+
+// The stats summary reports the configured usage of each running
+// container, summed for the pod and the node; without a configured usage
+// it reports no CPU or memory figures (no zeros that look measured).
+func TestStatsSummaryReportsConfiguredUsage(t *testing.T) {
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "uid-p"},
+		Spec: v1.PodSpec{NodeName: "n", Containers: []v1.Container{{Name: "a", Image: "i"}, {Name: "b", Image: "i"}}}}
+	for _, tc := range []struct {
+		name  string
+		usage *Usage
+	}{{"configured", &Usage{CPU: "100m", Memory: "64Mi"}}, {"none", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := NewWithConfig("n", Config{Usage: tc.usage})
+			if err := p.CreatePod(context.Background(), pod.DeepCopy()); err != nil {
+				t.Fatal(err)
+			}
+			eventually.Seen(t, "running", func() (bool, string) {
+				got, err := p.GetPod(context.Background(), "ns", "p")
+				return err == nil && got.Status.Phase == v1.PodRunning, fmt.Sprint(err)
+			})
+			s, err := p.GetStatsSummary(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Pods) != 1 || len(s.Pods[0].Containers) != 2 || s.Pods[0].PodRef.UID != "uid-p" {
+				t.Fatalf("summary pods = %+v", s.Pods)
+			}
+			c := s.Pods[0].Containers[0]
+			if tc.usage == nil {
+				if c.CPU != nil || c.Memory != nil || s.Pods[0].CPU != nil || s.Node.CPU != nil {
+					t.Errorf("no usage configured, yet figures: container %+v pod %+v node %+v", c.CPU, s.Pods[0].CPU, s.Node.CPU)
+				}
+				return
+			}
+			if *c.CPU.UsageNanoCores != 100_000_000 || *c.Memory.WorkingSetBytes != 64<<20 {
+				t.Errorf("container usage %d nanocores, %d bytes", *c.CPU.UsageNanoCores, *c.Memory.WorkingSetBytes)
+			}
+			if *s.Pods[0].CPU.UsageNanoCores != 200_000_000 || *s.Node.Memory.WorkingSetBytes != 128<<20 {
+				t.Errorf("pod cpu %d, node memory %d: want the sums", *s.Pods[0].CPU.UsageNanoCores, *s.Node.Memory.WorkingSetBytes)
+			}
+		})
+	}
 }
