@@ -224,6 +224,10 @@ targets=(e2e.test ginkgo kubectl kube-proxy agnhost nonewprivs)
 hack/build-upstream.sh "${targets[@]}" 9>&- | sed 's/^/[conformance]    /'
 hack/build-coredns.sh 9>&- | sed 's/^/[conformance]    /'
 mkdir -p "$OUT/bin"
+# The commit the results are recorded against: the tree's as the kubelet
+# is built (it may move on while the suite runs).
+commit=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- cmd pkg go.mod go.sum 2>/dev/null || commit="$commit+dirty"
 go build -o "$OUT/bin/scoreboard" ./test/conformance/scoreboard
 if [ "$KIND" = ours ]; then
   go build -o "$OUT/bin/kubelet" ./cmd/kubelet
@@ -358,8 +362,6 @@ gk_umount_under "$WORK" || true
 CLEAN_INSTANCE=""
 
 stage "recording the results"
-commit=$(git rev-parse --short HEAD)
-git diff --quiet HEAD -- cmd pkg go.mod go.sum 2>/dev/null || commit="$commit+dirty"
 if [ -n "$SUBSET" ]; then
   "$OUT/bin/scoreboard" record -junit "$junit" -set subset -kubelet "$KIND" -focus "$focus" \
     -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -out "$OUT/results.json" | sed 's/^/[conformance]    /'
