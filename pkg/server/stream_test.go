@@ -147,15 +147,7 @@ func TestExecAndAttachAreProxiedOverSPDYAndWebSockets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var out, errb bytes.Buffer
-			err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errb})
-			var exit utilexec.ExitError
-			if !errors.As(err, &exit) || exit.ExitStatus() != 3 {
-				t.Errorf("want exit status 3, got %v", err)
-			}
-			if out.String() != "exec in web/main: fail now tty=false\n" || errb.String() != "to stderr\n" {
-				t.Errorf("stdout %q stderr %q", out.String(), errb.String())
-			}
+			checkFailNow(t, ctx, ex, "web/main")
 		})
 	}
 	// Stdin needs a protocol that can close it: SPDY (and v5, which the
@@ -197,12 +189,20 @@ func TestExecAndAttachAreProxiedOverSPDYAndWebSockets(t *testing.T) {
 }
 
 func TestPortForwardIsProxiedOverSPDY(t *testing.T) {
-	cfg := streamingAPI(t)
+	if got := forwardPing(t, streamingAPI(t), "/portForward/ns/web"); got != "sandbox-of-web:8080 got ping" {
+		t.Errorf("forwarded: %q", got)
+	}
+}
+
+// forwardPing forwards a local port to the pod's port 8080 through the
+// API at path (SPDY), sends "ping" and returns what comes back.
+func forwardPing(t *testing.T, cfg *rest.Config, path string) string {
+	t.Helper()
 	transport, upgrader, err := spdy.RoundTripperFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse(cfg.Host + "/portForward/ns/web")
+	u, _ := url.Parse(cfg.Host + path)
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", u)
 	stop, ready := make(chan struct{}), make(chan struct{})
 	defer close(stop)
@@ -236,9 +236,7 @@ func TestPortForwardIsProxiedOverSPDY(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(b) != "sandbox-of-web:8080 got ping" {
-		t.Errorf("forwarded: %q", b)
-	}
+	return string(b)
 }
 
 func TestStreamingRequestsAreChecked(t *testing.T) {
@@ -265,6 +263,21 @@ func TestStreamingRequestsAreChecked(t *testing.T) {
 }
 
 func cfgTLS() *tls.Config { return &tls.Config{InsecureSkipVerify: true} }
+
+// checkFailNow runs ex, an exec of "fail now" with stdout and stderr, and
+// checks fakeRuntime's answer for the container id and its exit status 3.
+func checkFailNow(t *testing.T, ctx context.Context, ex remotecommand.Executor, id string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errb})
+	var exit utilexec.ExitError
+	if !errors.As(err, &exit) || exit.ExitStatus() != 3 {
+		t.Errorf("want exit status 3, got %v", err)
+	}
+	if out.String() != "exec in "+id+": fail now tty=false\n" || errb.String() != "to stderr\n" {
+		t.Errorf("stdout %q stderr %q", out.String(), errb.String())
+	}
+}
 
 // inProcessContainers serves sessions itself (InProcessStreams), as a
 // virtual node's provider does: no streaming server, no GetExec.
@@ -309,15 +322,8 @@ func TestInProcessStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out, errb bytes.Buffer
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errb})
-	var exit utilexec.ExitError
-	if !errors.As(err, &exit) || exit.ExitStatus() != 3 {
-		t.Errorf("exec: want exit status 3, got %v", err)
-	}
-	if out.String() != "exec in ns/web/uid-1/main: fail now tty=false\n" || errb.String() != "to stderr\n" {
-		t.Errorf("exec: stdout %q stderr %q", out.String(), errb.String())
-	}
+	checkFailNow(t, ctx, ex, "ns/web/uid-1/main")
+	var out bytes.Buffer
 
 	u, _ = url.Parse(cfg.Host + "/exec/ns/web/main?command=cat&input=1&output=1")
 	if ex, err = remotecommand.NewSPDYExecutor(cfg, "POST", u); err != nil {
@@ -343,45 +349,7 @@ func TestInProcessStreams(t *testing.T) {
 		t.Errorf("attach: %q", out.String())
 	}
 
-	transport, upgrader, err := spdy.RoundTripperFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, _ = url.Parse(cfg.Host + "/portForward/ns/web")
-	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, "POST", u)
-	stop, ready := make(chan struct{}), make(chan struct{})
-	defer close(stop)
-	pf, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{"0:8080"}, stop, ready, io.Discard, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- pf.ForwardPorts() }()
-	select {
-	case <-ready:
-	case err := <-errc:
-		t.Fatal(err)
-	case <-ctx.Done():
-		t.Fatal("port forward not ready")
-	}
-	ports, err := pf.GetPorts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", ports[0].Local))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Write([]byte("ping")); err != nil {
-		t.Fatal(err)
-	}
-	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-	b, err := io.ReadAll(conn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(b) != "in-process uid-1:8080 got ping" {
-		t.Errorf("forwarded: %q", b)
+	if got := forwardPing(t, cfg, "/portForward/ns/web"); got != "in-process uid-1:8080 got ping" {
+		t.Errorf("forwarded: %q", got)
 	}
 }

@@ -313,8 +313,6 @@ func TestKubectlAttach(t *testing.T) {
 	}
 }
 
-var forwarding = regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> 9000`)
-
 func TestKubectlPortForward(t *testing.T) {
 	node(t)
 	ns := namespace(t)
@@ -322,39 +320,7 @@ func TestKubectlPortForward(t *testing.T) {
 	waitPod(t, ns, "echo", "Running", running)
 	for name, env := range map[string][]string{"websocket": nil, "spdy": spdy} {
 		t.Run(name, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			cmd := kubectlCmd(ctx, env, ns, "port-forward", "pod/echo", ":9000")
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var errb bytes.Buffer
-			cmd.Stderr = &errb
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { cancel(); _ = cmd.Wait() }()
-			portc := make(chan string, 1)
-			go func() {
-				sc := bufio.NewScanner(stdout)
-				for sc.Scan() {
-					if m := forwarding.FindStringSubmatch(sc.Text()); m != nil {
-						portc <- m[1]
-					}
-				}
-				close(portc)
-			}()
-			var port string
-			select {
-			case p, ok := <-portc:
-				if !ok {
-					t.Fatalf("port-forward ended: %s", errb.String())
-				}
-				port = p
-			case <-time.After(framework.WaitLimit):
-				t.Fatalf("port-forward not ready: %s", errb.String())
-			}
+			port, stderr := startPortForward(t, env, ns, "echo", 9000)
 			// 256 KiB of random lines, echoed back while still being sent.
 			conn, err := net.Dial("tcp", "127.0.0.1:"+port)
 			if err != nil {
@@ -377,7 +343,7 @@ func TestKubectlPortForward(t *testing.T) {
 			_ = conn.SetReadDeadline(time.Now().Add(framework.WaitLimit))
 			got := make([]byte, len(want))
 			if _, err := io.ReadFull(conn, got); err != nil {
-				t.Fatalf("reading the echo: %v (stderr %s)", err, errb.String())
+				t.Fatalf("reading the echo: %v (stderr %s)", err, stderr())
 			}
 			wg.Wait()
 			if !bytes.Equal(got, want) {
@@ -389,24 +355,27 @@ func TestKubectlPortForward(t *testing.T) {
 
 var forwardingAny = regexp.MustCompile(`Forwarding from 127\.0\.0\.1:(\d+) -> \d+`)
 
-// portForwardEcho runs kubectl port-forward to the pod's port, sends msg
-// over the forwarded connection and returns what comes back (as much as
-// msg's length) before the deadline.
-func portForwardEcho(t *testing.T, ns, pod string, port int, msg string) string {
+// startPortForward runs kubectl port-forward to the pod's port until the
+// test ends, and returns the local port once kubectl forwards, and what
+// kubectl wrote to stderr so far (for messages).
+func startPortForward(t *testing.T, env []string, ns, pod string, port int) (string, func() string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cmd := kubectlCmd(ctx, nil, ns, "port-forward", "pod/"+pod, fmt.Sprintf(":%d", port))
+	cmd := kubectlCmd(ctx, env, ns, "port-forward", "pod/"+pod, fmt.Sprintf(":%d", port))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
+	var mu sync.Mutex
 	var errb bytes.Buffer
-	cmd.Stderr = &errb
+	cmd.Stderr = lockedWriter{&mu, &errb}
+	stderr := func() string { mu.Lock(); defer mu.Unlock(); return errb.String() }
 	if err := cmd.Start(); err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	defer func() { cancel(); _ = cmd.Wait() }()
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
 	portc := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -417,16 +386,35 @@ func portForwardEcho(t *testing.T, ns, pod string, port int, msg string) string 
 		}
 		close(portc)
 	}()
-	var local string
 	select {
 	case p, ok := <-portc:
 		if !ok {
-			t.Fatalf("port-forward ended: %s", errb.String())
+			t.Fatalf("port-forward ended: %s", stderr())
 		}
-		local = p
+		return p, stderr
 	case <-time.After(framework.WaitLimit):
-		t.Fatalf("port-forward not ready: %s", errb.String())
+		t.Fatalf("port-forward not ready: %s", stderr())
 	}
+	return "", stderr
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// portForwardEcho runs kubectl port-forward to the pod's port, sends msg
+// over the forwarded connection and returns what comes back (as much as
+// msg's length) before the deadline.
+func portForwardEcho(t *testing.T, ns, pod string, port int, msg string) string {
+	t.Helper()
+	local, stderr := startPortForward(t, nil, ns, pod, port)
 	conn, err := net.Dial("tcp", "127.0.0.1:"+local)
 	if err != nil {
 		t.Fatal(err)
@@ -439,7 +427,7 @@ func portForwardEcho(t *testing.T, ns, pod string, port int, msg string) string 
 	got := make([]byte, len(msg))
 	n, err := io.ReadFull(conn, got)
 	if err != nil {
-		t.Errorf("reading the echo: %v (stderr %s)", err, errb.String())
+		t.Errorf("reading the echo: %v (stderr %s)", err, stderr())
 	}
 	return string(got[:n])
 }
