@@ -45,14 +45,18 @@ func fuzzTree(t *testing.T) (vol, outside string) {
 	return vol, outside
 }
 
-func listing(t *testing.T, dir string) string {
+// listing is every path under dir (dir included), sorted. A slice, not
+// lines: a subPath may create a name with a newline in it (inside the
+// volume), which a newline-joined listing would split into a path that
+// seems to lie outside.
+func listing(t *testing.T, dir string) []string {
 	var out []string
 	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		out = append(out, p)
 		return nil
 	})
 	sort.Strings(out)
-	return strings.Join(out, "\n")
+	return out
 }
 
 // FuzzResolve resolves arbitrary subPaths in a volume full of hostile
@@ -90,16 +94,16 @@ func FuzzResolve(f *testing.F) {
 			}
 		}
 		had := map[string]bool{}
-		for _, line := range strings.Split(before, "\n") {
-			had[line] = true
+		for _, p := range before {
+			had[p] = true
 		}
-		for _, line := range strings.Split(listing(t, filepath.Dir(vol)), "\n") {
-			if !had[line] && !strings.HasPrefix(line, vol+"/") {
-				t.Fatalf("subPath %q created %s outside the volume", sub, line)
+		for _, p := range listing(t, filepath.Dir(vol)) {
+			if !had[p] && !strings.HasPrefix(p, vol+"/") {
+				t.Fatalf("subPath %q created %q outside the volume", sub, p)
 			}
 		}
-		if l := listing(t, outside); l != outside {
-			t.Fatalf("subPath %q changed the outside directory:\n%s", sub, l)
+		if l := listing(t, outside); len(l) != 1 || l[0] != outside {
+			t.Fatalf("subPath %q changed the outside directory: %q", sub, l)
 		}
 	})
 }
