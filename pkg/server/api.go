@@ -251,6 +251,11 @@ func (a *api) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case epLogs:
 		a.systemLogs(w, r)
 	case epConfigz:
+		if a.cfg.Configz == nil {
+			// Nothing to show (a virtual node has no configuration file).
+			http.NotFound(w, r)
+			return
+		}
 		a.configz(w)
 	case epPprof:
 		a.pprof(w, r, t.rest)
@@ -456,11 +461,7 @@ func (a *api) systemLogs(w http.ResponseWriter, r *http.Request) {
 // configz serves the effective configuration as upstream shapes it:
 // {"kubeletconfig": {...}}.
 func (a *api) configz(w http.ResponseWriter) {
-	var cfg any
-	if a.cfg.Configz != nil {
-		cfg = a.cfg.Configz()
-	}
-	b, err := json.Marshal(map[string]any{"kubeletconfig": cfg})
+	b, err := json.Marshal(map[string]any{"kubeletconfig": a.cfg.Configz()})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return

@@ -448,6 +448,11 @@ func TestConfigzAndHealthz(t *testing.T) {
 	if code != 200 || json.Unmarshal([]byte(body), &got) != nil || got["kubeletconfig"]["port"] != float64(10250) {
 		t.Errorf("/configz: %d %s", code, body)
 	}
+	// Without a configuration to show (a virtual node), /configz is not found.
+	noCfg := allowAll(t, Config{Pods: lookupOf(&fakeSource{}), DebuggingHandlers: true})
+	if code, body := do(t, noCfg, "GET", "/configz"); code != 404 {
+		t.Errorf("/configz without a configuration: %d %s", code, body)
+	}
 	if code, body := do(t, h, "GET", "/healthz"); code != 500 || !strings.Contains(body, "[-]pleg failed") {
 		t.Errorf("/healthz: %d %s", code, body)
 	}
