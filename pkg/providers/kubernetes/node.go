@@ -34,7 +34,10 @@ func (p *Provider) NodeStatus(ctx context.Context) (provider.NodeStatus, error) 
 // ready.
 func (p *Provider) targetReady(ctx context.Context) error {
 	rc := p.target.Discovery().RESTClient()
-	if rc == nil || reflect.ValueOf(rc).IsNil() {
+	if rc == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(rc); v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil
 	}
 	return rc.Get().AbsPath("/readyz").Do(ctx).Error()
