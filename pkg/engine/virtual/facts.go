@@ -33,7 +33,7 @@ type Facts struct {
 	Capacity v1.ResourceList
 
 	mu   sync.Mutex
-	last *nodestatus.Facts
+	last *provider.NodeStatus
 }
 
 // NodeFacts asks the provider and maps its answer.
@@ -48,13 +48,12 @@ func (f *Facts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 		if f.last == nil {
 			return nodestatus.Facts{}, err
 		}
-		// The last facts, but NotReady with the error: a provider that
-		// cannot say how its backend is must not look Ready.
-		return notReady(*f.last, err), nil
+		// The last facts (mapped afresh), but NotReady with the error: a
+		// provider that cannot say how its backend is must not look Ready.
+		return notReady(MapNodeStatus(*f.last, f.ProviderType, f.NodeName, f.HostIPs, f.Capacity), err), nil
 	}
-	facts := MapNodeStatus(ns, f.ProviderType, f.NodeName, f.HostIPs, f.Capacity)
-	f.last = &facts
-	return facts, nil
+	f.last = &ns
+	return MapNodeStatus(ns, f.ProviderType, f.NodeName, f.HostIPs, f.Capacity), nil
 }
 
 // notReady is facts with err added to the reasons the node is not ready.
