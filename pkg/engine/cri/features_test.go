@@ -1,6 +1,7 @@
 package cri
 
 import (
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -99,6 +100,27 @@ func TestPodLevelResourcesGate(t *testing.T) {
 		t.Errorf("the rejected pod reached the runtime (%d SyncPod calls)", n)
 	}
 	// A pod without pod-level resources still runs.
+	h.send(podconfig.ADD, testPod("plain", "plain", "100m"))
+	eventually.True(h.t, "the plain pod Running", func() bool { return h.phase("plain") == v1.PodRunning })
+}
+
+// ContainerRestartRules off: a pod whose container sets its own restart
+// policy is rejected, naming the field, before it reaches the runtime; a
+// plain pod still runs.
+func TestContainerRestartRulesGate(t *testing.T) {
+	h := newHarnessWith(t, func(d *Deps) { d.Features = d.Features.With(features.ContainerRestartRules, false) })
+	p := testPod("crr", "own-policy", "")
+	never := v1.ContainerRestartPolicyNever
+	p.Spec.Containers[0].RestartPolicy = &never
+	h.send(podconfig.ADD, p)
+	eventually.True(h.t, "the pod Failed", func() bool { return h.phase("crr") == v1.PodFailed })
+	st, _ := h.core.Status().GetPodStatus("crr")
+	if st.Reason != "ContainerRestartRulesNotSupported" || !strings.Contains(st.Message, "spec.containers[0].restartPolicy") {
+		t.Errorf("reason %q message %q", st.Reason, st.Message)
+	}
+	if n := h.rt.count("SyncPod"); n != 0 {
+		t.Errorf("the rejected pod reached the runtime (%d SyncPod calls)", n)
+	}
 	h.send(podconfig.ADD, testPod("plain", "plain", "100m"))
 	eventually.True(h.t, "the plain pod Running", func() bool { return h.phase("plain") == v1.PodRunning })
 }
