@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gokubelet/kubelet/internal/testing/eventually"
@@ -684,4 +685,40 @@ func TestSyncNeeded(t *testing.T) {
 			t.Errorf("%s: syncNeeded = %v, want %v", name, got, c.want)
 		}
 	}
+}
+
+// A pod whose environment refers to a missing optional Secret runs without
+// the variable and says so with an event; one that needs a missing
+// ConfigMap waits with CreateContainerConfigError and an event of its own,
+// and runs once the ConfigMap exists (Virtual Kubelet's event reasons).
+func TestMissingEnvReferencesAreReported(t *testing.T) {
+	h, m := newMockHarness(t, fastMock(), Config{})
+	optional := testPod("optional")
+	optional.Spec.Containers[0].Env = []v1.EnvVar{{Name: "S", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{
+		LocalObjectReference: v1.LocalObjectReference{Name: "nosecret"}, Key: "k", Optional: ptr.To(true)}}}}
+	mandatory := testPod("mandatory")
+	mandatory.Spec.Containers[0].EnvFrom = []v1.EnvFromSource{{ConfigMapRef: &v1.ConfigMapEnvSource{LocalObjectReference: v1.LocalObjectReference{Name: "later"}}}}
+	h.create(optional)
+	h.create(mandatory)
+	h.waitPhase("optional", v1.PodRunning)
+	eventually.Seen(t, "the events", func() (bool, string) {
+		o, mm := h.events(ReasonOptionalSecretNotFound), h.events(ReasonMandatoryConfigMapNotFound)
+		return len(o) == 1 && strings.Contains(o[0], `secret "nosecret" not found: variable S of container main left out`) &&
+			len(mm) == 1 && strings.Contains(mm[0], `configmap "later" not found: envFrom of container main needs it`), fmt.Sprint(o, mm)
+	})
+	eventually.Seen(t, "the mandatory pod waiting", func() (bool, string) {
+		p, err := h.get("mandatory")
+		if err != nil || len(p.Status.ContainerStatuses) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		w := p.Status.ContainerStatuses[0].State.Waiting
+		return w != nil && w.Reason == ReasonConfigError, fmt.Sprintf("%+v", p.Status)
+	})
+	if _, err := m.GetPod(context.Background(), "default", "mandatory"); !errdefs.IsNotFound(err) {
+		t.Error("the pod that needs a missing ConfigMap reached the provider")
+	}
+	if _, err := h.client.CoreV1().ConfigMaps("default").Create(context.Background(), &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "later", Namespace: "default"}, Data: map[string]string{"A": "1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitPhase("mandatory", v1.PodRunning)
 }

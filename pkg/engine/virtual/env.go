@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
@@ -67,7 +68,10 @@ type envResolver struct {
 // (init, app, ephemeral) carry their resolved environment. With keepRefs,
 // envFrom and configMap/secret key references stay and $(VAR) is left to
 // the backend; fieldRef and resourceFieldRef become values in both modes.
-func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, keepRefs bool) (*v1.Pod, error) {
+// Without keepRefs it also returns the references to ConfigMaps, Secrets
+// and keys that do not exist (envvars.MissingRefs), the optional ones
+// included, also when it fails on a mandatory one.
+func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, keepRefs bool) (*v1.Pod, []envvars.Missing, error) {
 	// Without managedFields: no provider needs them, and a provider
 	// keeping thousands of pods would keep them too.
 	shallow := *pod
@@ -75,7 +79,7 @@ func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, keepRefs bool) (
 	out := shallow.DeepCopy()
 	svcEnv, err := r.serviceEnv(pod)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	containers := make([]*v1.Container, 0, len(out.Spec.InitContainers)+len(out.Spec.Containers)+len(out.Spec.EphemeralContainers))
 	for i := range out.Spec.InitContainers {
@@ -94,24 +98,25 @@ func (r *envResolver) resolve(ctx context.Context, pod *v1.Pod, keepRefs bool) (
 	if keepRefs {
 		for _, c := range containers {
 			if err := keepingRefs(out, c, in); err != nil {
-				return nil, classify(err)
+				return nil, nil, classify(err)
 			}
 		}
-		return out, nil
+		return out, nil, nil
 	}
 	if in.Sources, err = envvars.Fetch(ctx, r.objects, out, containers...); err != nil {
-		return nil, classify(err)
+		return nil, nil, classify(err)
 	}
+	missing := envvars.MissingRefs(in.Sources, containers...)
 	for _, c := range containers {
 		env, err := envvars.Resolve(out, c, in)
 		if err != nil {
-			return nil, classify(err)
+			return nil, missing, classify(err)
 		}
 		c.Env, c.EnvFrom = env, nil
 		c.Command = envvars.ExpandCommand(c.Command, env)
 		c.Args = envvars.ExpandCommand(c.Args, env)
 	}
-	return out, nil
+	return out, missing, nil
 }
 
 // keepingRefs: service variables first (those the container does not set
@@ -206,4 +211,58 @@ type ListerServices struct{ Lister corelisters.ServiceLister }
 // Services lists a namespace's services from the cache.
 func (l ListerServices) Services(ns string) ([]*v1.Service, error) {
 	return l.Lister.Services(ns).List(labels.Everything())
+}
+
+// Event reasons for references to ConfigMaps, Secrets and keys that do not
+// exist. They are Virtual Kubelet's (its end-to-end suite waits for them);
+// the upstream kubelet has none for the optional ones and reports a
+// mandatory one as the container's CreateContainerConfigError, which this
+// engine does as well.
+const (
+	ReasonOptionalConfigMapNotFound     = "OptionalConfigMapNotFound"
+	ReasonOptionalConfigMapKeyNotFound  = "OptionalConfigMapKeyNotFound"
+	ReasonOptionalSecretNotFound        = "OptionalSecretNotFound"
+	ReasonOptionalSecretKeyNotFound     = "OptionalSecretKeyNotFound"
+	ReasonMandatoryConfigMapNotFound    = "MandatoryConfigMapNotFound"
+	ReasonMandatoryConfigMapKeyNotFound = "MandatoryConfigMapKeyNotFound"
+	ReasonMandatorySecretNotFound       = "MandatorySecretNotFound"
+	ReasonMandatorySecretKeyNotFound    = "MandatorySecretKeyNotFound"
+)
+
+type missingKey struct {
+	kind     string
+	key      bool
+	optional bool
+}
+
+var missingReasons = map[missingKey]string{
+	{"ConfigMap", false, true}:  ReasonOptionalConfigMapNotFound,
+	{"ConfigMap", true, true}:   ReasonOptionalConfigMapKeyNotFound,
+	{"Secret", false, true}:     ReasonOptionalSecretNotFound,
+	{"Secret", true, true}:      ReasonOptionalSecretKeyNotFound,
+	{"ConfigMap", false, false}: ReasonMandatoryConfigMapNotFound,
+	{"ConfigMap", true, false}:  ReasonMandatoryConfigMapKeyNotFound,
+	{"Secret", false, false}:    ReasonMandatorySecretNotFound,
+	{"Secret", true, false}:     ReasonMandatorySecretKeyNotFound,
+}
+
+// missingEvent is the event for a missing reference: Warning with the
+// Mandatory reason when the pod cannot start without it, Normal with the
+// Optional one when the variable (or envFrom source) is left out.
+func missingEvent(m envvars.Missing) (typ, reason, msg string) {
+	what := strings.ToLower(m.Kind) + " " + strconv.Quote(m.Name)
+	if m.Key != "" {
+		what = "key " + strconv.Quote(m.Key) + " of " + what
+	}
+	var ref string
+	if m.Env != "" {
+		ref = "variable " + m.Env + " of container " + m.Container
+	} else {
+		ref = "envFrom of container " + m.Container
+	}
+	reason = missingReasons[missingKey{m.Kind, m.Key != "", m.Optional}]
+	if m.Optional {
+		return v1.EventTypeNormal, reason, fmt.Sprintf("%s not found: %s left out (optional)", what, ref)
+	}
+	return v1.EventTypeWarning, reason, fmt.Sprintf("%s not found: %s needs it; the pod waits for it", what, ref)
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gokubelet/kubelet/pkg/errdefs"
+	"github.com/gokubelet/kubelet/pkg/pod/envvars"
 )
 
 type fakeObjects struct {
@@ -95,7 +96,7 @@ func TestResolveEnv(t *testing.T) {
 	pod := envPod()
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate}}
 	keep := pod.DeepCopy()
-	out, err := r.resolve(context.Background(), pod, false)
+	out, _, err := r.resolve(context.Background(), pod, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestResolveEnvReadsOncePerPod(t *testing.T) {
 	side.Name = "side"
 	pod.Spec.Containers = append(pod.Spec.Containers, side)
 	pod.Spec.InitContainers = []v1.Container{{Name: "init", Env: pod.Spec.Containers[0].Env[:2]}}
-	out, err := r.resolve(context.Background(), pod, false)
+	out, _, err := r.resolve(context.Background(), pod, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +183,7 @@ func TestResolveEnvPodIPs(t *testing.T) {
 	}
 	pod.Status.PodIP = "10.0.0.7"
 	pod.Status.PodIPs = []v1.PodIP{{IP: "10.0.0.7"}, {IP: "fd00::7"}}
-	out, err := r.resolve(context.Background(), pod, false)
+	out, _, err := r.resolve(context.Background(), pod, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func TestResolveEnvPodIPs(t *testing.T) {
 		t.Errorf("env = %v", env)
 	}
 	pod.Status.PodIPs = nil // only the singular field set
-	out, err = r.resolve(context.Background(), pod, false)
+	out, _, err = r.resolve(context.Background(), pod, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +204,7 @@ func TestResolveEnvPodIPs(t *testing.T) {
 // backend cannot know (downward API, resources, services) is resolved.
 func TestResolveEnvKeepingRefs(t *testing.T) {
 	r, objs := resolverFixture()
-	out, err := r.resolve(context.Background(), envPod(), true)
+	out, _, err := r.resolve(context.Background(), envPod(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,19 +243,19 @@ func TestResolveEnvErrors(t *testing.T) {
 	r, _ := resolverFixture()
 	missing := envPod()
 	missing.Spec.Containers[0].Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{SecretKeyRef: &v1.SecretKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "nope"}, Key: "k"}}}}
-	_, err := r.resolve(context.Background(), missing, false)
+	_, _, err := r.resolve(context.Background(), missing, false)
 	var ce *configError
 	if !errors.As(err, &ce) || !errdefs.IsNotFound(err) || !strings.Contains(err.Error(), `secret "nope" not found`) {
 		t.Errorf("missing secret: %v", err)
 	}
 	optional := true
 	missing.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Optional = &optional
-	if _, err := r.resolve(context.Background(), missing, false); err != nil {
+	if _, _, err := r.resolve(context.Background(), missing, false); err != nil {
 		t.Errorf("an optional missing secret: %v", err)
 	}
 	badKey := envPod()
 	badKey.Spec.Containers[0].Env = []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{ConfigMapKeyRef: &v1.ConfigMapKeySelector{LocalObjectReference: v1.LocalObjectReference{Name: "cfg"}, Key: "NOPE"}}}}
-	if _, err := r.resolve(context.Background(), badKey, false); !errors.As(err, &ce) || !strings.Contains(err.Error(), "couldn't find key NOPE") {
+	if _, _, err := r.resolve(context.Background(), badKey, false); !errors.As(err, &ce) || !strings.Contains(err.Error(), "couldn't find key NOPE") {
 		t.Errorf("missing key: %v", err)
 	}
 	for _, tc := range []struct {
@@ -270,7 +271,7 @@ func TestResolveEnvErrors(t *testing.T) {
 		for _, keep := range []bool{false, true} {
 			bad := envPod()
 			bad.Spec.Containers[0].Env = []v1.EnvVar{tc.env}
-			_, err := r.resolve(context.Background(), bad, keep)
+			_, _, err := r.resolve(context.Background(), bad, keep)
 			if err == nil || !errdefs.IsInvalid(err) || errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s (keepRefs %v): %v, want an Invalid error naming %q", tc.name, keep, err, tc.want)
 			}
@@ -278,7 +279,7 @@ func TestResolveEnvErrors(t *testing.T) {
 	}
 	noHost := envPod()
 	r.hostIPs = nil
-	if _, err := r.resolve(context.Background(), noHost, true); !errdefs.IsInvalid(err) || !strings.Contains(err.Error(), "status.hostIP") {
+	if _, _, err := r.resolve(context.Background(), noHost, true); !errdefs.IsInvalid(err) || !strings.Contains(err.Error(), "status.hostIP") {
 		t.Errorf("status.hostIP without node IPs: %v", err)
 	}
 	r, _ = resolverFixture()
@@ -286,7 +287,7 @@ func TestResolveEnvErrors(t *testing.T) {
 	noLinks := envPod()
 	f := false
 	noLinks.Spec.EnableServiceLinks = &f
-	out, err := r.resolve(context.Background(), noLinks, false)
+	out, _, err := r.resolve(context.Background(), noLinks, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func TestResolveEnvServiceShadowing(t *testing.T) {
 	r, _ := resolverFixture()
 	services := r.services.(fakeServices)
 	services["ns"] = append(services["ns"], svc("ns", "kubernetes", "10.96.9.9", v1.ServicePort{Port: 1, Protocol: v1.ProtocolTCP}))
-	out, err := r.resolve(context.Background(), envPod(), false)
+	out, _, err := r.resolve(context.Background(), envPod(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,10 +314,31 @@ func TestResolveEnvServiceShadowing(t *testing.T) {
 	off := envPod()
 	f := false
 	off.Spec.EnableServiceLinks = &f
-	if out, err = r.resolve(context.Background(), off, false); err != nil {
+	if out, _, err = r.resolve(context.Background(), off, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := envOf(out.Spec.Containers[0])["KUBERNETES_SERVICE_HOST"]; got != "10.96.0.1" {
 		t.Errorf("KUBERNETES_SERVICE_HOST = %q without service links, want the master's", got)
+	}
+}
+
+func TestMissingEvent(t *testing.T) {
+	for _, tc := range []struct {
+		m                   envvars.Missing
+		typ, reason, inText string
+	}{
+		{envvars.Missing{Kind: "ConfigMap", Name: "c", Container: "x", Optional: true}, v1.EventTypeNormal, ReasonOptionalConfigMapNotFound, `configmap "c" not found: envFrom of container x left out`},
+		{envvars.Missing{Kind: "ConfigMap", Name: "c", Key: "k", Env: "E", Container: "x", Optional: true}, v1.EventTypeNormal, ReasonOptionalConfigMapKeyNotFound, `key "k" of configmap "c" not found: variable E of container x left out`},
+		{envvars.Missing{Kind: "Secret", Name: "s", Env: "E", Container: "x", Optional: true}, v1.EventTypeNormal, ReasonOptionalSecretNotFound, `secret "s" not found: variable E`},
+		{envvars.Missing{Kind: "Secret", Name: "s", Key: "k", Env: "E", Container: "x", Optional: true}, v1.EventTypeNormal, ReasonOptionalSecretKeyNotFound, `key "k" of secret "s"`},
+		{envvars.Missing{Kind: "ConfigMap", Name: "c", Env: "E", Container: "x"}, v1.EventTypeWarning, ReasonMandatoryConfigMapNotFound, `variable E of container x needs it`},
+		{envvars.Missing{Kind: "ConfigMap", Name: "c", Key: "k", Env: "E", Container: "x"}, v1.EventTypeWarning, ReasonMandatoryConfigMapKeyNotFound, `key "k" of configmap "c" not found`},
+		{envvars.Missing{Kind: "Secret", Name: "s", Container: "x"}, v1.EventTypeWarning, ReasonMandatorySecretNotFound, `secret "s" not found: envFrom of container x needs it`},
+		{envvars.Missing{Kind: "Secret", Name: "s", Key: "k", Env: "E", Container: "x"}, v1.EventTypeWarning, ReasonMandatorySecretKeyNotFound, `key "k" of secret "s"`},
+	} {
+		typ, reason, msg := missingEvent(tc.m)
+		if typ != tc.typ || reason != tc.reason || !strings.Contains(msg, tc.inText) {
+			t.Errorf("missingEvent(%+v) = %s %s %q, want %s %s containing %q", tc.m, typ, reason, msg, tc.typ, tc.reason, tc.inText)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/errdefs"
+	"github.com/gokubelet/kubelet/pkg/pod/envvars"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 )
 
@@ -89,7 +90,8 @@ func (e *Engine) syncPod(ctx context.Context, key string) (time.Duration, error)
 // create resolves the pod's environment and creates it in the provider.
 func (e *Engine) create(ctx context.Context, api *v1.Pod, st *podState) (time.Duration, error) {
 	log := klog.FromContext(ctx)
-	pod, err := e.env.resolve(ctx, api, e.keepRefs)
+	pod, missing, err := e.env.resolve(ctx, api, e.keepRefs)
+	e.reportMissing(api, missing)
 	if err != nil {
 		var ce *configError
 		if errors.As(err, &ce) || errdefs.IsRetryable(err) {
@@ -115,7 +117,8 @@ func (e *Engine) create(ctx context.Context, api *v1.Pod, st *podState) (time.Du
 // provider cannot apply (invalid, terminal) is reported once and not
 // retried; the pod keeps running as it was.
 func (e *Engine) update(ctx context.Context, api *v1.Pod, st *podState, h uint64) (time.Duration, error) {
-	pod, err := e.env.resolve(ctx, api, e.keepRefs)
+	pod, missing, err := e.env.resolve(ctx, api, e.keepRefs)
+	e.reportMissing(api, missing)
 	if err == nil {
 		cctx, cancel := context.WithTimeout(ctx, providerCallTimeout)
 		err = e.prov.UpdatePod(cctx, pod)
@@ -390,6 +393,18 @@ func (e *Engine) forget(st *podState) {
 	}
 	e.mu.Unlock()
 	e.core.Status().RemovePod(st.uid)
+}
+
+// reportMissing tells, with an event each, of the references of the pod's
+// environment to ConfigMaps, Secrets and keys that do not exist
+// (missingEvent): once per attempt to create or update the pod in the
+// provider, so a pod waiting for a mandatory one repeats it at the
+// back-off's pace (the event recorder counts repeats).
+func (e *Engine) reportMissing(pod *v1.Pod, missing []envvars.Missing) {
+	for _, m := range missing {
+		typ, reason, msg := missingEvent(m)
+		e.event(pod, typ, reason, "%s", msg)
+	}
 }
 
 func (e *Engine) event(pod *v1.Pod, typ, reason, format string, args ...any) {
