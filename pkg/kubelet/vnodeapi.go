@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 
 	v1 "k8s.io/api/core/v1"
@@ -19,9 +20,11 @@ import (
 	statsapi "k8s.io/kubelet/pkg/apis/stats/v1alpha1"
 
 	"github.com/gokubelet/kubelet/pkg/config/kubeletconfig"
+	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
 	"github.com/gokubelet/kubelet/pkg/engine/virtual"
 	"github.com/gokubelet/kubelet/pkg/engine/virtual/nodeset"
 	"github.com/gokubelet/kubelet/pkg/errdefs"
+	"github.com/gokubelet/kubelet/pkg/node/certs"
 	"github.com/gokubelet/kubelet/pkg/provider"
 	"github.com/gokubelet/kubelet/pkg/server"
 	"github.com/gokubelet/kubelet/pkg/server/monitoring"
@@ -31,10 +34,12 @@ import (
 // virtualNodeAPI returns the builder of a virtual node's kubelet API. With
 // enableServer false nothing is served, as for the real node.
 //
-// What differs from the real node's API: the serving certificate is
-// self-signed for the node's name, kept in the node's own directory
-// (serverTLSBootstrap and tlsCertFile are the real node's; a log line says
-// so when they are set); the host-only endpoints are off (/logs/,
+// What differs from the real node's API: the serving certificate is the
+// node's own, kept in the node's own directory: requested by a
+// kubelet-serving CSR for system:node:<name> with the node's identity when
+// serverTLSBootstrap is on (the virtual nodes file's, else the kubelet's),
+// else self-signed for the node's name (tlsCertFile is the real node's; a
+// log line says so when it is set); the host-only endpoints are off (/logs/,
 // /configz, /debug/); /stats/summary and /metrics/resource come from the
 // provider's stats (provider.StatsProvider), and there is no /metrics.
 func virtualNodeAPI(s *kubeletconfig.Settings) func(context.Context, nodeset.NodeAPI) (nodeset.APIServer, error) {
@@ -51,12 +56,22 @@ func virtualNodeAPI(s *kubeletconfig.Settings) func(context.Context, nodeset.Nod
 		if err != nil {
 			return nil, err
 		}
-		if cfg.ServerTLSBootstrap || cfg.TLSCertFile != "" {
-			log.Info("serverTLSBootstrap and tlsCertFile give the real node's serving certificate; this virtual node serves a self-signed one of its own", "certDir", a.CertDir)
-		}
 		topts := servingTLSOptions(s)
 		topts.CertFile, topts.KeyFile, topts.GetCertificate = "", "", nil
 		topts.CertDir, topts.Host = a.CertDir, a.Name
+		var serving *certs.Serving
+		if virtualnodes.BootstrapsServing(a.ServerTLSBootstrap, cfg.ServerTLSBootstrap) {
+			serving, err = certs.NewServing(certs.ServingOptions{
+				CertDir: a.CertDir, NodeName: a.Name, Client: a.Clients.Kube,
+				Addresses: func() ([]string, []net.IP) { return certs.ServingAddresses(a.Name, "", a.HostIPs) },
+			})
+			if err != nil {
+				return nil, fmt.Errorf("serving certificate: %w", err)
+			}
+			topts.GetCertificate = serving.Current
+		} else if cfg.TLSCertFile != "" {
+			log.Info("tlsCertFile is the real node's serving certificate; this virtual node serves a self-signed one of its own (serverTLSBootstrap in the virtual nodes file requests one by CSR)", "certDir", a.CertDir)
+		}
 		tlsCfg, err := server.BuildTLS(topts)
 		if err != nil {
 			return nil, fmt.Errorf("kubelet API: %w", err)
@@ -85,8 +100,30 @@ func virtualNodeAPI(s *kubeletconfig.Settings) func(context.Context, nodeset.Nod
 		if err != nil {
 			return nil, err
 		}
-		return srv, nil
+		if serving == nil {
+			return srv, nil
+		}
+		return servingAPI{srv, serving}, nil
 	}
+}
+
+// servingAPI is a virtual node's kubelet API with the serving certificate
+// it requests by CSR: the certificate's requests and renewals run as long
+// as the API does.
+type servingAPI struct {
+	nodeset.APIServer
+	serving *certs.Serving
+}
+
+func (s servingAPI) Start(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.serving.Start(ctx)
+	}()
+	err := s.APIServer.Start(ctx)
+	<-done
+	return err
 }
 
 // providerSummary is a provider's stats summary as the stats routes read

@@ -100,7 +100,12 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
 	}
+	// The virtual nodes' serving CSRs are approved throughout (they renew
+	// theirs every few minutes: CLUSTER_SIGNING_DURATION).
+	approving, stopApproving := context.WithCancel(context.Background())
+	go approveServingCSRs(approving, virtualServingCSR)
 	code := m.Run()
+	stopApproving()
 	// GOKUBELET_E2E_KUBELET_LOG=<file> keeps the kubelet's whole log.
 	if p := os.Getenv("GOKUBELET_E2E_KUBELET_LOG"); p != "" && kubelet != nil {
 		if err := os.WriteFile(p, []byte(kubelet.Log()), 0o644); err != nil {

@@ -317,27 +317,7 @@ func TestServingCertificateThroughCSR(t *testing.T) {
 	// manager does not), for as long as the test runs.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			l, err := client.CertificatesV1().CertificateSigningRequests().List(ctx, metav1.ListOptions{})
-			if err == nil {
-				for i := range l.Items {
-					r := &l.Items[i]
-					if r.Spec.SignerName != certificatesv1.KubeletServingSignerName || r.Spec.Username != "system:node:"+name || approved(r) {
-						continue
-					}
-					r.Status.Conditions = append(r.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-						Type: certificatesv1.CertificateApproved, Status: v1.ConditionTrue, Reason: "E2EApproved", Message: "approved by the e2e test",
-					})
-					_, _ = client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, r.Name, r, metav1.UpdateOptions{})
-				}
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}()
+	go approveServingCSRs(ctx, func(node, user string) bool { return node == name && user == "system:node:"+name })
 	restartKubelet(t, kubeletConfig+"serverTLSBootstrap: true\n", kubelet.Args)
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(clusterCA(t).CertPEM)

@@ -52,8 +52,15 @@ var (
 	vnNodes  = map[string]string{}
 )
 
+// virtualNodesUser is the virtual nodes' identity that hack/virtual-nodes.sh
+// issues.
+const virtualNodesUser = "gokubelet:virtual-nodes"
+
+// vnHeader: the nodes request their serving certificates by CSR
+// (serverTLSBootstrap), which the e2e run approves (approveServingCSRs), so
+// that metrics-server, which verifies kubelets' certificates, scrapes them.
 func vnHeader() string {
-	return fmt.Sprintf("apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nkubeconfig: %s\ninstance: e2e\nnodes:\n",
+	return fmt.Sprintf("apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nkubeconfig: %s\ninstance: e2e\nserverTLSBootstrap: true\nnodes:\n",
 		filepath.Join(clusterDir, "virtual-nodes.kubeconfig"))
 }
 
@@ -332,6 +339,31 @@ func TestVirtualNodes(t *testing.T) {
 				}
 			})
 		}
+		// kubectl top through metrics-server, which verifies each node's
+		// serving certificate (CSR-issued, approveServingCSRs): the mock's
+		// configured usage, and the target's measured figures for the
+		// kubernetes provider's pod. metrics-server needs two scrapes for a
+		// CPU rate, and the target's own figures two scrapes of its node.
+		framework.EventuallyWithin(t, 4*time.Minute, "kubectl top pod on both virtual nodes", func() (bool, string) {
+			out, errs, code := kubectl(t, nil, "", ns, "top", "pod", "--no-headers")
+			if code != 0 {
+				return false, errs
+			}
+			rows := map[string][]string{}
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				if f := strings.Fields(line); len(f) == 3 {
+					rows[f[0]] = f[1:]
+				}
+			}
+			mockRow, targetRow := rows["api-"+vkMock], rows["api-"+vkTarget]
+			if mockRow == nil || mockRow[0] != "10m" || mockRow[1] != "16Mi" {
+				return false, "vk-mock: " + out
+			}
+			if targetRow == nil || !strings.HasSuffix(targetRow[0], "m") || targetRow[1] == "0Mi" || !strings.HasSuffix(targetRow[1], "Mi") {
+				return false, "vk-target: " + out
+			}
+			return true, out
+		})
 	})
 
 	t.Run("DeploymentRunsInTarget", func(t *testing.T) {
@@ -1033,7 +1065,7 @@ func TestVirtualNodeBootstrapsItsOwnIdentity(t *testing.T) {
 	}
 	found := false
 	for _, r := range csrs.Items {
-		if r.Spec.Username == "gokubelet:virtual-nodes" && r.Spec.SignerName == "kubernetes.io/kube-apiserver-client-kubelet" && approved(&r) {
+		if r.Spec.Username == virtualNodesUser && r.Spec.SignerName == "kubernetes.io/kube-apiserver-client-kubelet" && approved(&r) {
 			if blk, _ := pem.Decode(r.Spec.Request); blk != nil {
 				if req, err := x509.ParseCertificateRequest(blk.Bytes); err == nil && req.Subject.CommonName == "system:node:"+vn {
 					found = true

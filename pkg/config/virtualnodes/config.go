@@ -94,6 +94,12 @@ type Config struct {
 	// KubeAPIQPS and KubeAPIBurst limit the virtual nodes' shared client.
 	KubeAPIQPS   *float32 `json:"kubeAPIQPS,omitempty"`
 	KubeAPIBurst *int32   `json:"kubeAPIBurst,omitempty"`
+	// ServerTLSBootstrap: each node serves its kubelet API with a
+	// certificate it requests through a kubernetes.io/kubelet-serving CSR
+	// for system:node:<name> (made with the node's identity), renewed as
+	// the kubelet's own; false: a self-signed one. Unset: the kubelet's
+	// serverTLSBootstrap.
+	ServerTLSBootstrap *bool `json:"serverTLSBootstrap,omitempty"`
 	// Nodes are the virtual nodes.
 	Nodes []Node `json:"nodes"`
 }
@@ -146,6 +152,16 @@ type PodSync struct {
 
 // RunsRealNode reports whether the real node runs beside the virtual ones.
 func (c *Config) RunsRealNode() bool { return c.RealNode == nil || *c.RealNode }
+
+// BootstrapsServing reports whether the virtual nodes request their
+// serving certificates by CSR: the file's serverTLSBootstrap when it sets
+// one, else the kubelet's.
+func BootstrapsServing(file *bool, kubelet bool) bool {
+	if file == nil {
+		return kubelet
+	}
+	return *file
+}
 
 // QPS and Burst of the shared client.
 func (c *Config) QPS() float32 {

@@ -144,3 +144,24 @@ func TestWatch(t *testing.T) {
 		t.Errorf("reported %+v", seen[0].Nodes)
 	}
 }
+
+func TestBootstrapsServing(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		file    *bool
+		kubelet bool
+		want    bool
+	}{
+		{nil, false, false}, {nil, true, true},
+		{&yes, false, true}, {&yes, true, true},
+		{&no, true, false}, {&no, false, false},
+	} {
+		if got := BootstrapsServing(tc.file, tc.kubelet); got != tc.want {
+			t.Errorf("BootstrapsServing(%v, %v) = %v", tc.file, tc.kubelet, got)
+		}
+	}
+	c, err := Decode([]byte("apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nserverTLSBootstrap: false\nnodes: []\n"), "/")
+	if err != nil || c.ServerTLSBootstrap == nil || *c.ServerTLSBootstrap {
+		t.Errorf("serverTLSBootstrap: false decoded as %v (%v)", c, err)
+	}
+}

@@ -106,6 +106,9 @@ type NodeAPI struct {
 	// CertDir is the node's own directory for its serving certificate,
 	// under --root-dir ("" without one).
 	CertDir string
+	// ServerTLSBootstrap is the file's serverTLSBootstrap (nil: unset,
+	// the kubelet's applies).
+	ServerTLSBootstrap *bool
 	// Clients act as the node's identity (webhook authentication and
 	// authorization, events).
 	Clients *node.Clients
@@ -244,7 +247,9 @@ func (v *Set) Start(ctx context.Context) error {
 func (v *Set) reconcile(ctx context.Context, c *virtualnodes.Config) {
 	log := klog.FromContext(ctx)
 	if c.Kubeconfig != v.cfg.Kubeconfig || c.RunsRealNode() != v.cfg.RunsRealNode() || c.Instance != v.cfg.Instance ||
-		c.Address != v.cfg.Address || c.QPS() != v.cfg.QPS() || c.Burst() != v.cfg.Burst() {
+		c.Address != v.cfg.Address || c.QPS() != v.cfg.QPS() || c.Burst() != v.cfg.Burst() ||
+		virtualnodes.BootstrapsServing(c.ServerTLSBootstrap, false) != virtualnodes.BootstrapsServing(v.cfg.ServerTLSBootstrap, false) ||
+		virtualnodes.BootstrapsServing(c.ServerTLSBootstrap, true) != virtualnodes.BootstrapsServing(v.cfg.ServerTLSBootstrap, true) {
 		log.Info("Top-level fields of the virtual nodes config changed; they take effect at the next start")
 	}
 	wanted := map[string]virtualnodes.Node{}
@@ -431,7 +436,7 @@ func (v *Set) run(ctx context.Context, n *virtualNode) error {
 			certDir = filepath.Join(d, "nodes", def.Name, "pki")
 		}
 		api, err = v.API(ctx, NodeAPI{Name: def.Name, Port: def.Port, HostIPs: v.hostIPs, CertDir: certDir,
-			Clients: clients, Engine: eng, Core: core})
+			ServerTLSBootstrap: v.cfg.ServerTLSBootstrap, Clients: clients, Engine: eng, Core: core})
 		if err != nil {
 			return fmt.Errorf("kubelet API on port %d: %w", def.Port, err)
 		}
