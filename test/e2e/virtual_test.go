@@ -485,11 +485,17 @@ func TestVirtualNodes(t *testing.T) {
 		}
 		before := map[string]metav1.MicroTime{}
 		for _, name := range []string{real, vkTarget, vkMock} {
-			l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			before[name] = *l.Spec.RenewTime
+			// A Lease the garbage collector took with an older Node of the
+			// same name (a machine's Node registered afresh) is recreated
+			// at the next renewal.
+			framework.Eventually(t, name+"'s lease", func() (bool, string) {
+				l, err := client.CoordinationV1().Leases("kube-node-lease").Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return false, err.Error()
+				}
+				before[name] = *l.Spec.RenewTime
+				return true, ""
+			})
 		}
 		setVirtualNode(t, "vk-failing", "")
 		waitNodeGone(t, "vk-failing")
