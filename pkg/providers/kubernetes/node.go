@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -34,10 +33,7 @@ func (p *Provider) NodeStatus(ctx context.Context) (provider.NodeStatus, error) 
 // ready.
 func (p *Provider) targetReady(ctx context.Context) error {
 	rc := p.target.Discovery().RESTClient()
-	if rc == nil {
-		return nil
-	}
-	if v := reflect.ValueOf(rc); v.Kind() == reflect.Pointer && v.IsNil() {
+	if nilREST(rc) {
 		return nil
 	}
 	return rc.Get().AbsPath("/readyz").Do(ctx).Error()

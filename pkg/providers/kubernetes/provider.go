@@ -33,7 +33,8 @@
 // container states and pod IPs, mirrored as the origin's pod. Capacity is the sum of the
 // allocatable of the target's Ready, schedulable nodes that a copy can
 // land on (no virtual node taint). Logs, exec, attach and port-forward
-// are proxied to the target's API server.
+// are proxied to the target's API server. Stats (/stats/summary,
+// /metrics/resource) come from the target's metrics API (stats.go).
 package kubernetes
 
 import (
@@ -93,6 +94,13 @@ type Provider struct {
 	// now is the clock of token renewal.
 	now func() time.Time
 
+	// Stats (stats.go): the target's PodMetrics of a namespace, the
+	// counters that integrate them, and when the provider was built (the
+	// node's start time in the summary).
+	podMetrics podMetricsLister
+	stats      statsState
+	started    time.Time
+
 	mu      sync.Mutex
 	notify  func(*v1.Pod)
 	version string
@@ -150,6 +158,8 @@ func NewForClients(node string, cfg Config, target kubernetes.Interface, targetR
 		owned:        map[string]*ownedPod{},
 		byTarget:     map[string]*ownedPod{},
 		now:          time.Now,
+		podMetrics:   restPodMetrics(target.Discovery().RESTClient()),
+		started:      time.Now(),
 	}
 	_, _ = p.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.emit(obj, false) },
@@ -580,6 +590,7 @@ var (
 	_ provider.ExecProvider        = (*Provider)(nil)
 	_ provider.AttachProvider      = (*Provider)(nil)
 	_ provider.PortForwardProvider = (*Provider)(nil)
+	_ provider.StatsProvider       = (*Provider)(nil)
 	_ runnable.Runnable            = (*Provider)(nil)
 	_ runnable.Readier             = (*Provider)(nil)
 )
