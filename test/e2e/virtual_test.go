@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -300,6 +301,7 @@ func TestVirtualNodes(t *testing.T) {
 				name := "api-" + tc.node
 				p := testPod(name, "--tcp-port=9000")
 				p.Spec.NodeName = tc.node
+				p.Spec.Containers[0].Stdin = true
 				createPod(t, ns, p)
 				waitPod(t, ns, name, "Running", running)
 
@@ -315,6 +317,20 @@ func TestVirtualNodes(t *testing.T) {
 				}
 				if got := portForwardEcho(t, ns, name, 9000, "ping\n"); got != "ping\n" {
 					t.Errorf("port-forward echo: %q", got)
+				}
+				// Standard input through exec -i.
+				if out, errs, code := kubectl(t, nil, "stdin-line\n", ns, "exec", "-i", name, "--", "cat"); code != 0 || out != "stdin-line\n" {
+					t.Errorf("kubectl exec -i cat: exit %d stdout %q stderr %q", code, out, errs)
+				}
+				if tc.node == vkMock {
+					// attach -i: the mock's container echoes its input.
+					if out, errs, code := kubectl(t, nil, "attached\n", ns, "attach", "-i", name); code != 0 || !strings.Contains(out, "attached\n") {
+						t.Errorf("kubectl attach -i: exit %d stdout %q stderr %q", code, out, errs)
+					}
+				} else {
+					// logs -f: the target container's log, streamed until
+					// the client stops.
+					followFirstLine(t, ns, name, tc.logLine)
 				}
 				// Through the API server's node proxy: the node's own pods.
 				if out := mustKubectl(t, nil, "", "", "get", "--raw", "/api/v1/nodes/"+tc.node+"/proxy/pods"); !strings.Contains(out, `"name":"`+name+`"`) {
@@ -1212,4 +1228,41 @@ func startVirtualOnlyKubelet(t *testing.T, what, kubeconfig, cfg, root string) *
 		k.Stop(t)
 	})
 	return k
+}
+
+// followFirstLine runs kubectl logs -f on the pod until a line containing
+// want arrives, and checks that the follow is still open then (it streams
+// rather than ending with the log so far).
+func followFirstLine(t *testing.T, ns, pod, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), framework.WaitLimit)
+	defer cancel()
+	follow := kubectlCmd(ctx, nil, ns, "logs", "-f", pod)
+	stdout, err := follow.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = follow.Process.Kill(); _ = follow.Wait() }()
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), want) {
+			// Still following: no end of stream within a second.
+			ended := make(chan struct{})
+			go func() {
+				for sc.Scan() {
+				}
+				close(ended)
+			}()
+			select {
+			case <-ended:
+				t.Errorf("kubectl logs -f %s ended after the log so far", pod)
+			case <-time.After(time.Second):
+			}
+			return
+		}
+	}
+	t.Errorf("kubectl logs -f %s: no line with %q (%v)", pod, want, sc.Err())
 }
