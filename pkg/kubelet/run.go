@@ -52,9 +52,11 @@ import (
 //  3. servers: healthz, the read-only API and the kubelet API (with the
 //     serving certificate's rotation), bound before anything runs so a
 //     port in use is a clear start-up failure;
-//  4. engine: pod workers, PLEG, probers;
-//  5. sync loop;
-//  6. virtual nodes, when --virtual-nodes-config names any (virtual.go;
+//  4. plugins: the registration manager of <root-dir>/plugins_registry
+//     and the node's CSINode (plugins.go);
+//  5. engine: pod workers, PLEG, probers;
+//  6. sync loop;
+//  7. virtual nodes, when --virtual-nodes-config names any (virtual.go;
 //     with realNode: false they are all that runs).
 func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	setOwnOOMScoreAdj(klog.FromContext(ctx), s.Config.OOMScoreAdj) // oom.go
@@ -312,6 +314,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	for _, srv := range servers {
 		serverStage.Add(srv.name, srv.r)
 	}
+	newPlugins(s.RootDir, s.NodeName, clientOf(clients)).addTo(g.Stage("plugins")) // plugins.go
 	engineStage := g.Stage("engine").StopTimeout(shutdownWait)
 	if podSpec.services != nil {
 		engineStage.Add("services", podSpec.services)

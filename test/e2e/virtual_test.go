@@ -380,6 +380,22 @@ func TestVirtualNodes(t *testing.T) {
 			}
 			return true, out
 		})
+		// kubectl top node: a virtual node's figures are its pods' sums.
+		framework.EventuallyWithin(t, 2*time.Minute, "kubectl top node on both virtual nodes", func() (bool, string) {
+			out, errs, code := kubectl(t, nil, "", "", "top", "node", "--no-headers")
+			if code != 0 {
+				return false, errs
+			}
+			seen := 0
+			for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+				// NAME CPU(cores) CPU% MEMORY(bytes) MEMORY%
+				f := strings.Fields(line)
+				if len(f) >= 4 && (f[0] == vkMock || f[0] == vkTarget) && strings.HasSuffix(f[1], "m") && strings.HasSuffix(f[3], "Mi") && f[3] != "0Mi" {
+					seen++
+				}
+			}
+			return seen == 2, out
+		})
 	})
 
 	t.Run("DeploymentRunsInTarget", func(t *testing.T) {
