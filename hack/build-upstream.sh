@@ -12,6 +12,9 @@
 #   agnhost      the e2e test image binary (test/images/agnhost, main.Version set
 #                from its VERSION file as upstream's Makefile does)
 #   nonewprivs   the nonewprivs test image's binary (test/images/nonewprivs)
+#   csi-mock     upstream's mock CSI driver (test/e2e/storage/drivers/csi-test/mock)
+#                as a node plugin with a registration socket: hack/csi-mock/main.go,
+#                harness glue built inside the wrapper module
 #
 # Output: $UPSTREAM_CACHE/<version>/bin/<target>. Re-running is cheap: targets
 # already cached are not rebuilt. The wrapper module is throw-away and lives in
@@ -31,6 +34,7 @@ pkg() {
     e2e.test) echo "k8s.io/kubernetes/test/e2e" ;;
     ginkgo) echo "github.com/onsi/ginkgo/v2/ginkgo" ;;
     agnhost | nonewprivs) echo "k8s.io/kubernetes/test/images/$1" ;;
+    csi-mock) echo "upstreamwrapper/csimock" ;;
     *) echo "build-upstream.sh: unknown target '$1' (see the header of hack/build-upstream.sh)" >&2; return 1 ;;
   esac
 }
@@ -38,9 +42,18 @@ pkg() {
 out="$UPSTREAM_CACHE/$KUBE_VERSION/bin"
 mkdir -p "$out"
 missing=()
+# srcsum TARGET: for harness glue built from this repository, a checksum of
+# its source, so that a changed source is rebuilt.
+srcsum() {
+  case $1 in
+    csi-mock) sha256sum "$here/csi-mock/main.go" | cut -d' ' -f1 ;;
+  esac
+}
 for b in "${bins[@]}"; do
   pkg "$b" >/dev/null
-  [ -x "$out/$b" ] || missing+=("$b")
+  if [ ! -x "$out/$b" ] || [ "$(srcsum "$b")" != "$(cat "$out/$b.src" 2>/dev/null)" ]; then
+    missing+=("$b")
+  fi
 done
 [ ${#missing[@]} -gt 0 ] || { echo "upstream ${bins[*]} $KUBE_VERSION cached in $out"; exit 0; }
 
@@ -69,6 +82,8 @@ import (
 	_ "k8s.io/kubernetes/test/e2e"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/images/nonewprivs"
+	_ "k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/mock/service"
+	_ "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 GO
 }
@@ -97,6 +112,11 @@ if [ ! -f "$wrap/.ready" ] || ! tools | cmp -s - "$wrap/tools.go"; then
   touch "$wrap/.ready"
 fi
 
+# The harness's own main packages, kept in the wrapper (built as
+# upstreamwrapper/<dir>).
+mkdir -p "$wrap/csimock"
+sed '/^\/\/go:build ignore$/d' "$here/csi-mock/main.go" > "$wrap/csimock/main.go"
+
 minor=$(echo "$KUBE_VERSION" | cut -d. -f2)
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/component-base/version.buildDate=1970-01-01T00:00:00Z"
 for b in "${missing[@]}"; do
@@ -113,6 +133,8 @@ for b in "${missing[@]}"; do
       (cd "$wrap" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "$ldflags" -o "$out/$b.tmp" "$p") ;;
   esac
   mv "$out/$b.tmp" "$out/$b"
+  sum=$(srcsum "$b")
+  if [ -n "$sum" ]; then echo "$sum" > "$out/$b.src"; fi
   echo "built upstream $b in $((SECONDS - start))s"
 done
 echo "upstream ${bins[*]} $KUBE_VERSION cached in $out"

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/gokubelet/kubelet/pkg/plugins/csi"
+	"github.com/gokubelet/kubelet/test/framework"
+)
+
+// csiMock is upstream's mock CSI driver run as a node plugin, registering
+// through the kubelet's plugins_registry (hack/csi-mock).
+type csiMock struct {
+	cmd      *osexec.Cmd
+	said     chan string
+	name     string
+	endpoint string
+}
+
+// startCSIMock starts the driver named name; its registration socket is in
+// the test kubelet's plugins_registry.
+func startCSIMock(t *testing.T, name string, args ...string) *csiMock {
+	t.Helper()
+	bin := os.Getenv("GOKUBELET_CSI_MOCK")
+	if bin == "" {
+		t.Fatal("GOKUBELET_CSI_MOCK is not set: run through make test (hack/test.sh builds upstream's mock CSI driver)")
+	}
+	dir, err := os.MkdirTemp("", "csi-mock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	m := &csiMock{name: name, endpoint: filepath.Join(dir, "csi.sock"), said: make(chan string, 16)}
+	reg := filepath.Join(rootDir, "plugins_registry", name+"-reg.sock")
+	m.cmd = osexec.Command(bin, append([]string{"-endpoint", m.endpoint, "-registration", reg, "-name", name}, args...)...)
+	out, err := m.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.cmd.Stderr = os.Stderr
+	if err := m.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			m.said <- sc.Text()
+		}
+		close(m.said)
+	}()
+	t.Cleanup(func() { m.stop(t) })
+	return m
+}
+
+// registered waits for the kubelet's registration status.
+func (m *csiMock) registered(t *testing.T) {
+	t.Helper()
+	select {
+	case s := <-m.said:
+		if s != "registered" {
+			t.Fatalf("driver %s: %s", m.name, s)
+		}
+	case <-time.After(framework.WaitLimit):
+		t.Fatalf("driver %s was never told its registration status", m.name)
+	}
+}
+
+// stop ends the driver as a registrar stops: its registration socket goes.
+func (m *csiMock) stop(t *testing.T) {
+	if m.cmd.ProcessState != nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	_ = m.cmd.Wait()
+}
+
+// TestCSIDriverRegistration: upstream's mock CSI driver registers through
+// plugins_registry; the node's CSINode, nodeid annotation and topology
+// label show it; a kubelet restart keeps it; the driver's going removes
+// all three.
+func TestCSIDriverRegistration(t *testing.T) {
+	name := node(t)
+	ctx := context.Background()
+	driver := fmt.Sprintf("mock-%d.csi.gokubelet.io", time.Now().UnixNano()%100000)
+	m := startCSIMock(t, driver, "-attach-limit", "7", "-topology")
+	m.registered(t)
+
+	const topologyKey, topologyValue = "io.kubernetes.storage.mock/node", "some-mock-node"
+	shows := func(want bool) func() (bool, string) {
+		return func() (bool, string) {
+			cn, err := client.StorageV1().CSINodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			entry := false
+			for _, d := range cn.Spec.Drivers {
+				if d.Name == driver {
+					entry = d.NodeID == driver && d.Allocatable != nil && d.Allocatable.Count != nil && *d.Allocatable.Count == 7 &&
+						len(d.TopologyKeys) == 1 && d.TopologyKeys[0] == topologyKey
+				}
+			}
+			annotated := strings.Contains(n.Annotations[csi.AnnotationNodeID], `"`+driver+`":"`+driver+`"`)
+			labelled := n.Labels[topologyKey] == topologyValue
+			seen := fmt.Sprintf("CSINode drivers %+v; annotation %q; label %q; owners %v", cn.Spec.Drivers, n.Annotations[csi.AnnotationNodeID], n.Labels[topologyKey], cn.OwnerReferences)
+			if !want {
+				return !entry && !annotated && !labelled, seen
+			}
+			owned := len(cn.OwnerReferences) == 1 && cn.OwnerReferences[0].UID == n.UID
+			return entry && annotated && labelled && owned, seen
+		}
+	}
+	framework.Eventually(t, "the driver on the node's CSINode, annotation and labels", shows(true))
+
+	// A kubelet killed and started again finds the driver's socket and
+	// registers it again.
+	kubelet.Kill9(t)
+	kubelet.Start(t)
+	node(t)
+	m.registered(t)
+	framework.Eventually(t, "the driver still shown after a kubelet restart", shows(true))
+
+	// The driver goes (its registrar removes the socket): all of it goes.
+	m.stop(t)
+	framework.Eventually(t, "the driver removed from the node's objects", shows(false))
+}
