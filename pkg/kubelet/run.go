@@ -144,8 +144,12 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	if clients != nil {
 		claims = volume.ClientClaims(clients.Kube)
 	}
+	// The plugin surface (plugins.go): its CSI drivers are known to the
+	// volumes.
+	plugins := newPlugins(s.RootDir, s.NodeName, clientOf(clients))
 	volumes = volume.New(volume.Options{
 		RootDir:         s.RootDir,
+		CSIDrivers:      plugins.csi,
 		Objects:         core.Objects(),
 		Tokens:          core.Tokens(),
 		Claims:          claims,
@@ -314,7 +318,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	for _, srv := range servers {
 		serverStage.Add(srv.name, srv.r)
 	}
-	newPlugins(s.RootDir, s.NodeName, clientOf(clients)).addTo(g.Stage("plugins")) // plugins.go
+	plugins.addTo(g.Stage("plugins"))
 	engineStage := g.Stage("engine").StopTimeout(shutdownWait)
 	if podSpec.services != nil {
 		engineStage.Add("services", podSpec.services)

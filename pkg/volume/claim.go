@@ -132,6 +132,8 @@ func (c *claim) setUp(ctx context.Context, s *setup) (string, error) {
 		if err := checkHostPath(path, pv.Spec.HostPath.Type); err != nil {
 			return "", fmt.Errorf("PersistentVolume %q: %w", pv.Name, err)
 		}
+	case pv.Spec.CSI != nil:
+		return "", fmt.Errorf("PersistentVolume %q has type csi, which this node cannot mount (%s)", pv.Name, csiDriverState(s.m.opts.CSIDrivers, pv.Spec.CSI.Driver))
 	default:
 		return "", fmt.Errorf("PersistentVolume %q has type %s, which this node cannot mount", pv.Name, setField(pv.Spec.PersistentVolumeSource))
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	Tokens objects.TokenGetter
 	// Claims reads PersistentVolumeClaims and PersistentVolumes.
 	Claims ClaimGetter
+	// CSIDrivers tells which CSI drivers are registered on the node (nil:
+	// none), so that a CSI volume's reason names its driver's state.
+	CSIDrivers CSIDrivers
 	// NodeAllocatable is the node's allocatable resources: the default
 	// of a downward API limit a container does not set, and the upper
 	// bound of a memory-backed emptyDir.

@@ -59,6 +59,8 @@ func newSource(pod *v1.Pod, v *v1.Volume) (source, error) {
 		return &claim{name: s.PersistentVolumeClaim.ClaimName, ro: s.PersistentVolumeClaim.ReadOnly}, nil
 	case s.Ephemeral != nil:
 		return &claim{name: pod.Name + "-" + v.Name, ephemeral: true}, nil
+	case s.CSI != nil:
+		return &csiInline{driver: s.CSI.Driver}, nil
 	}
 	return nil, &UnsupportedError{Volume: v.Name, Type: TypeOf(v)}
 }
@@ -85,10 +87,16 @@ func setField(src any) string {
 // UnsupportedError is a volume type this node cannot provide.
 type UnsupportedError struct {
 	Volume, Type string
+	// Detail says more where there is more to say ("" for none).
+	Detail string
 }
 
 func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("volume %q has type %s, which this node cannot provide", e.Volume, e.Type)
+	msg := fmt.Sprintf("volume %q has type %s, which this node cannot provide", e.Volume, e.Type)
+	if e.Detail != "" {
+		msg += " (" + e.Detail + ")"
+	}
+	return msg
 }
 
 func defaultMode(m *int32) int32 {

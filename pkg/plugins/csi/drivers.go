@@ -352,3 +352,9 @@ func (d *Drivers) Start(ctx context.Context) error {
 		}
 	}
 }
+
+// Registered reports whether a driver of that name is registered.
+func (d *Drivers) Registered(name string) bool {
+	_, ok := d.Get(name)
+	return ok
+}
