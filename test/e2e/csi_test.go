@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gokubelet/kubelet/pkg/plugins/csi"
@@ -124,6 +125,18 @@ func TestCSIDriverRegistration(t *testing.T) {
 		}
 	}
 	framework.Eventually(t, "the driver on the node's CSINode, annotation and labels", shows(true))
+
+	// A pod with a volume of a driver the node does not have: kubectl
+	// describe names the driver and the cause.
+	ns := namespace(t)
+	p := testPod("csi-missing")
+	p.Spec.Volumes = []v1.Volume{{Name: "data", VolumeSource: v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: "absent.csi.gokubelet.io"}}}}
+	p.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	createPod(t, ns, p)
+	framework.Eventually(t, "kubectl describe names the missing driver", func() (bool, string) {
+		out, errs, _ := kubectl(t, nil, "", ns, "describe", "pod", "csi-missing")
+		return strings.Contains(out, `CSI driver "absent.csi.gokubelet.io" is not registered on this node`), out + errs
+	})
 
 	// A kubelet killed and started again finds the driver's socket and
 	// registers it again.
