@@ -92,7 +92,10 @@ conformance:
 # Virtual nodes at scale: 1,000 pods created at once onto one mock-backed
 # virtual node, against the API server's floor, Virtual Kubelet's mock
 # provider and KWOK (both built from the Go module proxy), then one round of
-# 10,000; writes docs/benchmarks.md's scale section. BENCH_SCALE,
-# BENCH_SCALE_LARGE (0: skip) and BENCH_ROUNDS set the sizes.
+# 10,000, then one round of 100 virtual nodes in one process with 100 pods
+# each (Virtual Kubelet, one node per process, sits that out); pods/s and
+# memory per virtual pod and per virtual node in docs/benchmarks.md's scale
+# section. BENCH_SCALE, BENCH_SCALE_LARGE, BENCH_SCALE_NODES,
+# BENCH_SCALE_PODS_PER_NODE (0: skip) and BENCH_ROUNDS set the sizes.
 bench-scale:
 	BENCH_MODE=scale hack/bench.sh

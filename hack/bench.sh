@@ -10,9 +10,13 @@
 # docs/benchmarks.md), BENCH_MODE=churn (make bench-churn: our kubelet only,
 # BENCH_CHURN pods, default 2000; rewrites only the churn section),
 # BENCH_MODE=scale (make bench-scale: virtual nodes against the API server's
-# floor, Virtual Kubelet and KWOK, no container runtime; BENCH_SCALE pods,
-# default 1000, BENCH_ROUNDS rounds, then one round of BENCH_SCALE_LARGE,
-# default 10000, 0 for none; rewrites only the scale section),
+# floor, Virtual Kubelet and KWOK, no container runtime; BENCH_SCALE pods on
+# one node, default 1000, BENCH_ROUNDS rounds, then one round of
+# BENCH_SCALE_LARGE on one node, default 10000, 0 for none, then one round of
+# BENCH_SCALE_NODES nodes per contender, default 100, with
+# BENCH_SCALE_PODS_PER_NODE pods each, default 100, 0 for none: our kubelet
+# and KWOK play every node in one process, Virtual Kubelet, one node per
+# process, sits that round out; rewrites only the scale section),
 # BENCH_MODE=logs (make bench-logs: only the container-log tail benchmark,
 # no cluster; rewrites only the logs section, and holds no lock). Holds
 # /run/gokubelet/cluster.lock throughout, like the e2e tier, because both use
@@ -82,6 +86,7 @@ if [ "${BENCH_MODE:-}" = scale ]; then
   # shellcheck disable=SC2086
   "$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -scale "${BENCH_SCALE:-1000}" -scale-rounds "$ROUNDS" \
     -scale-large "${BENCH_SCALE_LARGE:-10000}" \
+    -scale-nodes "${BENCH_SCALE_NODES:-100}" -scale-pods-per-node "${BENCH_SCALE_PODS_PER_NODE:-100}" \
     -vk "${contenders[0]}" -vk-version "$VK_VERSION" -kwok "${contenders[1]}" -kwok-version "$KWOK_VERSION" \
     -kwok-config "$(dirname "$(dirname "${contenders[1]}")")/kwok.yaml" -contender-kubeconfig "$vn_kubeconfig" \
     -work-dir "$WORK" -out "$OUT" -commit "$commit" ${BENCH_ARGS:-} 9>&-

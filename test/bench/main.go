@@ -102,6 +102,8 @@ func main() {
 	flag.IntVar(&o.scale.pods, "scale", 0, "run the scale benchmark of virtual nodes with this many pods instead of the comparison")
 	flag.IntVar(&o.scale.rounds, "scale-rounds", 3, "rounds of the scale benchmark")
 	flag.IntVar(&o.scale.large, "scale-large", 0, "then one round with this many pods (0: none)")
+	flag.IntVar(&o.scale.nodes, "scale-nodes", 0, "then one round with this many nodes per contender in one process (0: none; Virtual Kubelet sits it out)")
+	flag.IntVar(&o.scale.podsPerNode, "scale-pods-per-node", 0, "pods on each of the -scale-nodes nodes (0: none)")
 	flag.DurationVar(&o.scale.timeout, "scale-timeout", 0, "time a contender may take (0: max(60s, 12ms per pod))")
 	flag.IntVar(&o.scale.createWorkers, "scale-create-workers", 100, "create calls in flight at a time")
 	flag.StringVar(&o.scaleKind, "scale-contenders", strings.Join(scaleKinds, ","), "contenders, in the order of a round")
@@ -123,6 +125,10 @@ func main() {
 		return
 	}
 	o.scale.kinds = strings.Split(o.scaleKind, ",")
+	if o.scale.nodes == 1 && o.scale.podsPerNode > 0 {
+		fmt.Fprintln(os.Stderr, "bench: -scale-nodes 1 is -scale or -scale-large; several nodes want at least 2")
+		os.Exit(2)
+	}
 	if o.ours == "" || (o.upstream == "" && o.churn == 0 && o.scale.pods == 0) {
 		fmt.Fprintln(os.Stderr, "bench: -ours and -upstream are required")
 		os.Exit(2)

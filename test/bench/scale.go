@@ -27,15 +27,21 @@ import (
 )
 
 // The scale benchmark of virtual nodes (make bench-scale): pods created at
-// once, bound by nodeName to one node, until every one is Running as seen
-// through a watch, for four contenders one after another on the same
-// cluster:
+// once, bound by nodeName to a contender's node (or spread evenly over its
+// nodes), until every one is Running as seen through a watch, for four
+// contenders one after another on the same cluster:
 //
 //	floor  the driver creates each pod and PATCHes it Running itself, with
 //	       the contenders' identity: the most this API server carries
-//	ours   our kubelet with one mock-backed virtual node (realNode: false)
-//	vk     Virtual Kubelet's own command with its mock provider, defaults
-//	kwok   KWOK's controller with its default ("fast") stages
+//	ours   our kubelet with mock-backed virtual nodes (realNode: false), all
+//	       of them in one process
+//	vk     Virtual Kubelet's own command with its mock provider, defaults;
+//	       one node per process, so only at the one-node sizes
+//	kwok   KWOK's controller with its default ("fast") stages, one process
+//	       for every node
+//
+// Sizes (scaleSizes): pods on one node over several rounds, then one round
+// of a large number on one node, then one round of N nodes with M pods each.
 //
 // Every contender's API requests go through one identity
 // (gokubelet:virtual-nodes, hack/virtual-nodes.sh creds) whose flow schema
@@ -52,6 +58,9 @@ const scaleFlowSchema = "gokubelet-bench-contenders"
 // scaleOptions are the scale benchmark's flags.
 type scaleOptions struct {
 	pods, rounds, large int
+	// nodes and podsPerNode: one round of that many nodes per contender
+	// with that many pods each (0: none).
+	nodes, podsPerNode  int
 	timeout             time.Duration
 	createWorkers       int
 	kinds               []string
@@ -86,10 +95,91 @@ func (s *scaleBench) note(kind, wl, msg string) {
 	s.notes[kind][wl] = append(s.notes[kind][wl], msg)
 }
 
-func scaleWL(n int) string { return fmt.Sprintf("scale-%d", n) }
+// scaleSize is one size of the benchmark: every contender runs nodes nodes
+// with perNode pods on each, rounds times.
+type scaleSize struct {
+	nodes, perNode, rounds int
+	// goal: the issue's acceptance names this size (ours at least 0.8× the
+	// floor's pods/s).
+	goal bool
+}
 
-// scaleNode is the Node of a contender.
-func scaleNode(kind string) string { return "scale-" + kind }
+func (z scaleSize) pods() int { return z.nodes * z.perNode }
+
+// tag names the size in workload keys, namespaces and files: "1000" for
+// pods on one node, "100x100" for nodes × pods per node.
+func (z scaleSize) tag() string {
+	if z.nodes == 1 {
+		return fmt.Sprint(z.perNode)
+	}
+	return fmt.Sprintf("%dx%d", z.nodes, z.perNode)
+}
+
+// wl is the size's workload key in the results.
+func (z scaleSize) wl() string { return "scale-" + z.tag() }
+
+func (z scaleSize) String() string {
+	if z.nodes == 1 {
+		return fmt.Sprintf("%d pods on one node", z.perNode)
+	}
+	return fmt.Sprintf("%d nodes × %d pods (%d pods)", z.nodes, z.perNode, z.pods())
+}
+
+// scaleSizes are a run's sizes in order: o.pods on one node for o.rounds
+// rounds, then one round of o.large on one node, then one round of o.nodes
+// nodes with o.podsPerNode each; a size of 0 is left out.
+func scaleSizes(o scaleOptions) []scaleSize {
+	var out []scaleSize
+	if o.pods > 0 && o.rounds > 0 {
+		out = append(out, scaleSize{nodes: 1, perNode: o.pods, rounds: o.rounds})
+	}
+	if o.large > 0 {
+		out = append(out, scaleSize{nodes: 1, perNode: o.large, rounds: 1, goal: true})
+	}
+	if o.nodes > 0 && o.podsPerNode > 0 {
+		out = append(out, scaleSize{nodes: o.nodes, perNode: o.podsPerNode, rounds: 1, goal: true})
+	}
+	return out
+}
+
+// runsAt says whether a contender runs at a size: Virtual Kubelet serves
+// one node per process, and one process per node (~80 MiB each) is more
+// than this benchmark runs, so it sits out the sizes of several nodes.
+func runsAt(kind string, z scaleSize) bool { return kind != "vk" || z.nodes == 1 }
+
+// kindsAt are the contenders of a size, in the order of a round.
+func (s *scaleBench) kindsAt(z scaleSize) []string {
+	var out []string
+	for _, k := range s.o.kinds {
+		if runsAt(k, z) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// scaleNodeNames are a contender's Nodes at a size: scale-<kind> alone, or
+// scale-<kind>-<i> with several, i zero-padded to the widest (-00 ... -99).
+func scaleNodeNames(kind string, nodes int) []string {
+	if nodes == 1 {
+		return []string{"scale-" + kind}
+	}
+	width := len(fmt.Sprint(nodes - 1))
+	out := make([]string, nodes)
+	for i := range out {
+		out[i] = fmt.Sprintf("scale-%s-%0*d", kind, width, i)
+	}
+	return out
+}
+
+// spread binds n pods to nodes evenly: pod i to nodes[i mod len(nodes)].
+func spread(n int, nodes []string) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = nodes[i%len(nodes)]
+	}
+	return out
+}
 
 func newScaleBench(b *bench, o scaleOptions) (*scaleBench, error) {
 	adminKC := filepath.Join(b.opt.clusterDir, "admin.kubeconfig")
@@ -131,20 +221,16 @@ func fastClient(kubeconfig string, ownConn bool) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(rc)
 }
 
-// run runs every round at o.pods, then one at o.large.
+// run runs every size's rounds (scaleSizes).
 func (s *scaleBench) run() error {
 	start := time.Now()
-	sizes := []struct{ n, rounds int }{{s.o.pods, s.o.rounds}}
-	if s.o.large > 0 {
-		sizes = append(sizes, struct{ n, rounds int }{s.o.large, 1})
-	}
-	for _, sz := range sizes {
-		for r := 1; r <= sz.rounds; r++ {
-			for _, kind := range s.o.kinds {
-				logf("scale %d, round %d: %s", sz.n, r, kind)
-				if err := s.runOne(kind, sz.n, r); err != nil {
-					logf("scale %d round %d %s FAILED: %v", sz.n, r, kind, err)
-					s.b.fails = append(s.b.fails, fmt.Sprintf("scale %d, round %d, %s: %v", sz.n, r, kind, err))
+	for _, z := range scaleSizes(s.o) {
+		for r := 1; r <= z.rounds; r++ {
+			for _, kind := range s.kindsAt(z) {
+				logf("scale %s, round %d: %s", z, r, kind)
+				if err := s.runOne(kind, z, r); err != nil {
+					logf("scale %s round %d %s FAILED: %v", z, r, kind, err)
+					s.b.fails = append(s.b.fails, fmt.Sprintf("scale %s, round %d, %s: %v", z, r, kind, err))
 				}
 			}
 		}
@@ -163,17 +249,17 @@ func (s *scaleBench) scaleTimeout(n int) time.Duration {
 	return max(60*time.Second, time.Duration(n)*12*time.Millisecond)
 }
 
-// runOne is one contender's run at n pods: start it with a fresh node, create
+// runOne is one contender's run at a size: start it with fresh nodes, create
 // the pods, wait for them Running, measure, stop it, remove everything.
-func (s *scaleBench) runOne(kind string, n, round int) (err error) {
+func (s *scaleBench) runOne(kind string, z scaleSize, round int) (err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	wl := scaleWL(n)
-	nodeName := scaleNode(kind)
-	if err := s.removeNode(ctx, nodeName); err != nil {
+	wl, n := z.wl(), z.pods()
+	nodes := scaleNodeNames(kind, z.nodes)
+	if err := s.removeNodes(ctx, nodes); err != nil {
 		return err
 	}
-	ns := fmt.Sprintf("scale-%s-%d-r%d-%d", kind, n, round, time.Now().Unix()%100000)
+	ns := fmt.Sprintf("scale-%s-%s-r%d-%d", kind, z.tag(), round, time.Now().Unix()%100000)
 	if err := s.createNamespace(ctx, ns); err != nil {
 		return err
 	}
@@ -182,21 +268,23 @@ func (s *scaleBench) runOne(kind string, n, round int) (err error) {
 		if proc != nil {
 			proc.stop()
 		}
-		if cerr := s.cleanup(ns, nodeName); cerr != nil && err == nil {
+		if cerr := s.cleanup(ns, nodes); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	if proc, err = s.startContender(ctx, kind, nodeName, fmt.Sprintf("%s-%d-r%d", kind, n, round)); err != nil {
+	tag := fmt.Sprintf("%s-%s-r%d", kind, z.tag(), round)
+	if proc, err = s.startContender(ctx, kind, nodes, tag); err != nil {
 		return err
 	}
-	if err := s.waitNodeReady(ctx, nodeName, 120*time.Second); err != nil {
+	if err := s.waitNodesReady(ctx, nodes, 120*time.Second); err != nil {
 		if proc != nil {
 			return fmt.Errorf("%w\nlog tail:\n%s", err, tailFile(proc.logPath, 20))
 		}
 		return err
 	}
-	// Let the contender settle after its node registered (informers
-	// synced, first heartbeats written).
+	// Let the contender settle after its nodes registered (informers
+	// synced, first heartbeats written). The window's first sample is
+	// then the contender with its nodes Ready and no pods (rss_idle).
 	time.Sleep(3 * time.Second)
 
 	t := newTracker()
@@ -204,13 +292,14 @@ func (s *scaleBench) runOne(kind string, n, round int) (err error) {
 	go t.run(ctx, s.watch, ns, ready)
 	<-ready
 	names := podNames("p", n)
+	bound := spread(n, nodes)
 	pid := 0
 	if proc != nil {
 		pid = proc.pid()
 		_ = resetPeakRSS(pid)
 	}
 	w0 := s.sample(ctx, pid)
-	if err := s.createAll(ctx, kind, ns, nodeName, t, names); err != nil {
+	if err := s.createAll(ctx, kind, ns, bound, t, names); err != nil {
 		return err
 	}
 	running := func(p *podTimes) bool { return !p.running.IsZero() }
@@ -230,8 +319,8 @@ func (s *scaleBench) runOne(kind string, n, round int) (err error) {
 	w1 := s.sample(ctx, pid)
 	ts := t.snapshot(names)
 	s.record(kind, wl, n, round, ts, w0, w1, timeout)
-	writeTimes(filepath.Join(s.b.opt.workDir, "scale", fmt.Sprintf("%s-%d-r%d.times.csv", kind, n, round)), names, ts)
-	return s.verify(ctx, kind, wl, ns, nodeName, n, round)
+	writeTimes(filepath.Join(s.b.opt.workDir, "scale", tag+".times.csv"), names, ts)
+	return s.verify(ctx, kind, wl, ns, names, bound, round)
 }
 
 // window samples: the contender's process, the control plane's CPU, the
@@ -355,6 +444,8 @@ func (s *scaleBench) record(kind, wl string, n, round int, ts []podTimes, w0, w1
 		r.add(kind, wl, "cpu", float64(procTicks)/clockTicks)
 		r.add(kind, wl, "hwm", float64(w1.proc.hwmKB)/1024)
 		r.add(kind, wl, "rss", float64(w1.proc.rssKB)/1024)
+		r.add(kind, wl, "rss_idle", float64(w0.proc.rssKB)/1024)
+		r.add(kind, wl, "mem_pod", PerPodKiB(w1.proc.rssKB, w0.proc.rssKB, done))
 	}
 	r.add(kind, wl, "created", lastSeen.Sub(first).Seconds())
 	drv := w1.selfTicks - w0.selfTicks
@@ -377,8 +468,14 @@ func (s *scaleBench) record(kind, wl string, n, round int, ts []podTimes, w0, w1
 // verify lists the pods once everything settled: "complete" is a pod that
 // is Running with every container running and ready, the Ready condition
 // True, an IP, and the status of this very pod (its UID) — what a kubelet
-// must have written for the pod to count.
-func (s *scaleBench) verify(ctx context.Context, kind, wl, ns, nodeName string, n, round int) error {
+// must have written for the pod to count — on the node it was bound to
+// (bound[i] for names[i]).
+func (s *scaleBench) verify(ctx context.Context, kind, wl, ns string, names, bound []string, round int) error {
+	n := len(names)
+	nodeOf := make(map[string]string, n)
+	for i, name := range names {
+		nodeOf[name] = bound[i]
+	}
 	complete := 0
 	var bad []string
 	cont := ""
@@ -388,7 +485,7 @@ func (s *scaleBench) verify(ctx context.Context, kind, wl, ns, nodeName string, 
 			return fmt.Errorf("verifying: %w", err)
 		}
 		for i := range l.Items {
-			if why := incompleteStatus(&l.Items[i], nodeName); why == "" {
+			if why := incompleteStatus(&l.Items[i], nodeOf[l.Items[i].Name]); why == "" {
 				complete++
 			} else if len(bad) < 3 {
 				bad = append(bad, l.Items[i].Name+": "+why)
@@ -449,8 +546,18 @@ func (s *scaleBench) createNamespace(ctx context.Context, ns string) error {
 	}
 }
 
-func (s *scaleBench) waitNodeReady(ctx context.Context, name string, timeout time.Duration) error {
+// waitNodesReady waits until every node is Ready, within timeout in all.
+func (s *scaleBench) waitNodesReady(ctx context.Context, names []string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	for _, name := range names {
+		if err := s.waitNodeReady(ctx, name, deadline); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *scaleBench) waitNodeReady(ctx context.Context, name string, deadline time.Time) error {
 	last := ""
 	for {
 		n, err := s.admin.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -467,10 +574,16 @@ func (s *scaleBench) waitNodeReady(ctx context.Context, name string, timeout tim
 			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("node %s not Ready after %v: %s", name, timeout, last)
+			return fmt.Errorf("node %s not Ready in time: %s", name, last)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// removeNodes deletes a contender's Nodes and Leases, createWorkers at a
+// time, and waits until they are gone.
+func (s *scaleBench) removeNodes(ctx context.Context, names []string) error {
+	return parallel(len(names), s.o.createWorkers, func(i int) error { return s.removeNode(ctx, names[i]) })
 }
 
 // removeNode deletes a contender's Node and Lease and waits until the Node
@@ -491,8 +604,8 @@ func (s *scaleBench) removeNode(ctx context.Context, name string) error {
 }
 
 // cleanup removes a run's pods (grace 0: the contender is stopped already),
-// its namespace and its node, and waits until the pods are gone.
-func (s *scaleBench) cleanup(ns, nodeName string) error {
+// its namespace and its nodes.
+func (s *scaleBench) cleanup(ns string, nodes []string) error {
 	ctx := context.Background()
 	var names []string
 	cont := ""
@@ -519,17 +632,17 @@ func (s *scaleBench) cleanup(ns, nodeName string) error {
 		return fmt.Errorf("cleanup: %w", err)
 	}
 	_ = s.admin.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
-	return s.removeNode(ctx, nodeName)
+	return s.removeNodes(ctx, nodes)
 }
 
-// createAll creates the pods, createWorkers at a time, bound to nodeName.
-// For the floor, each worker then PATCHes its pod's status Running, as a
-// kubelet would write it, with the contenders' identity.
-func (s *scaleBench) createAll(ctx context.Context, kind, ns, nodeName string, t *tracker, names []string) error {
+// createAll creates the pods, createWorkers at a time, names[i] bound to
+// bound[i]. For the floor, each worker then PATCHes its pod's status
+// Running, as a kubelet would write it, with the contenders' identity.
+func (s *scaleBench) createAll(ctx context.Context, kind, ns string, bound []string, t *tracker, names []string) error {
 	hostIP := s.b.env["NODE_IP"]
 	return parallel(len(names), s.o.createWorkers, func(i int) error {
 		pod := benchPod(names[i])
-		pod.Spec.NodeName = nodeName
+		pod.Spec.NodeName = bound[i]
 		t.set(names[i], func(p *podTimes) { p.createIssued = time.Now() })
 		created, err := s.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 		if err != nil {
@@ -613,9 +726,10 @@ func startProc(args, env []string, logPath string) (*scaleProc, error) {
 	return p, nil
 }
 
-// startContender starts kind's process (none for the floor) with node
-// nodeName; the caller waits for the node to be Ready.
-func (s *scaleBench) startContender(ctx context.Context, kind, nodeName, tag string) (*scaleProc, error) {
+// startContender starts kind's process (none for the floor) with the nodes
+// named (one process for all of them; Virtual Kubelet takes one); the
+// caller waits for them to be Ready.
+func (s *scaleBench) startContender(ctx context.Context, kind string, nodes []string, tag string) (*scaleProc, error) {
 	dir := filepath.Join(s.b.opt.workDir, "scale", tag)
 	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -625,40 +739,26 @@ func (s *scaleBench) startContender(ctx context.Context, kind, nodeName, tag str
 	env := s.b.env
 	switch kind {
 	case "floor":
-		// A Node for the pods to be bound to (the pod garbage collector
+		// Nodes for the pods to be bound to (the pod garbage collector
 		// deletes pods of nodes that do not exist), Ready once.
-		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName, Labels: map[string]string{"kubernetes.io/hostname": nodeName}}}
-		if _, err := s.admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-			return nil, err
-		}
-		now := metav1.Now()
-		patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.NodeCondition{{
-			Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "Floor", LastHeartbeatTime: now, LastTransitionTime: now}}}})
-		_, err := s.admin.CoreV1().Nodes().PatchStatus(ctx, nodeName, patch)
-		return nil, err
+		return nil, parallel(len(nodes), s.o.createWorkers, func(i int) error {
+			n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodes[i], Labels: map[string]string{"kubernetes.io/hostname": nodes[i]}}}
+			if _, err := s.admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			now := metav1.Now()
+			patch, _ := json.Marshal(map[string]any{"status": map[string]any{"conditions": []v1.NodeCondition{{
+				Type: v1.NodeReady, Status: v1.ConditionTrue, Reason: "Floor", LastHeartbeatTime: now, LastTransitionTime: now}}}})
+			_, err := s.admin.CoreV1().Nodes().PatchStatus(ctx, nodes[i], patch)
+			return err
+		})
 	case "ours":
-		port, err := framework.FreeTCPPort()
+		ports, err := freePorts(len(nodes) + 1)
 		if err != nil {
 			return nil, err
 		}
-		healthz, err := framework.FreeTCPPort()
-		if err != nil {
-			return nil, err
-		}
-		// The mock provider and the engine with their defaults; only what a
-		// virtual-only process needs is set. identity: shared, so its
-		// requests go through the contenders' identity (and its flow
-		// schema) like the others'.
-		cfg := fmt.Sprintf(`apiVersion: gokubelet.io/v1alpha1
-kind: VirtualNodes
-realNode: false
-instance: gokubelet-bench-scale
-%snodes:
-- name: %s
-  provider: mock
-  port: %d
-  identity: shared
-%s`, indentLines(s.o.oursTop, ""), nodeName, port, indentLines(s.o.oursNode, "  "))
+		healthz := ports[len(nodes)]
+		cfg := oursConfig(nodes, ports, s.o.oursTop, s.o.oursNode)
 		cfgPath := filepath.Join(dir, "virtual-nodes.yaml")
 		if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 			return nil, err
@@ -667,6 +767,10 @@ instance: gokubelet-bench-scale
 			"--root-dir", filepath.Join(dir, "root"), "--healthz-port", fmt.Sprint(healthz), "--node-ip", env["NODE_IP"]}
 		return startProc(args, nil, logPath)
 	case "vk":
+		if len(nodes) != 1 {
+			return nil, fmt.Errorf("Virtual Kubelet runs one node per process, not %d", len(nodes))
+		}
+		nodeName := nodes[0]
 		port, err := framework.FreeTCPPort()
 		if err != nil {
 			return nil, err
@@ -687,18 +791,53 @@ instance: gokubelet-bench-scale
 			[]string{"KUBELET_PORT=" + fmt.Sprint(port), "VKUBELET_POD_IP=" + env["NODE_IP"],
 				"APISERVER_CERT_LOCATION=" + env["KUBELET_TLS_CERT_FILE"], "APISERVER_KEY_LOCATION=" + env["KUBELET_TLS_KEY_FILE"]}, logPath)
 	case "kwok":
-		// KWOK simulates nodes that exist: the Node is created with the
-		// annotation its configuration selects.
-		n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName,
-			Labels:      map[string]string{"kubernetes.io/hostname": nodeName, "type": "kwok"},
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
-		if _, err := s.admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		// KWOK simulates nodes that exist: the Nodes are created with the
+		// annotation its configuration selects; one process plays them all.
+		err := parallel(len(nodes), s.o.createWorkers, func(i int) error {
+			n := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodes[i],
+				Labels:      map[string]string{"kubernetes.io/hostname": nodes[i], "type": "kwok"},
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake"}}}
+			_, err := s.admin.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{})
+			return err
+		})
+		if err != nil {
 			return nil, err
 		}
 		return startProc([]string{s.o.kwok, "--kubeconfig", s.o.contenderKubeconfig, "--config", s.o.kwokCfg,
 			"--node-ip", env["NODE_IP"]}, []string{"HOME=" + dir}, logPath)
 	}
 	return nil, fmt.Errorf("unknown contender %q", kind)
+}
+
+// oursConfig is our kubelet's VirtualNodes file: realNode false, one mock
+// node per name on its port (ports[i]), the mock provider and the engine
+// with their defaults; only what a virtual-only process needs is set.
+// identity: shared, so its requests go through the contenders' identity
+// (and its flow schema) like the others'. top and node are lines added at
+// the top level and to every node (-ours-config-top, -ours-config-node).
+func oursConfig(nodes []string, ports []int, top, node string) string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "apiVersion: gokubelet.io/v1alpha1\nkind: VirtualNodes\nrealNode: false\ninstance: gokubelet-bench-scale\n%snodes:\n",
+		indentLines(top, ""))
+	for i, name := range nodes {
+		fmt.Fprintf(&sb, "- name: %s\n  provider: mock\n  port: %d\n  identity: shared\n%s", name, ports[i], indentLines(node, "  "))
+	}
+	return sb.String()
+}
+
+// freePorts are n distinct free TCP ports: all held open until the last is
+// found, so that none is handed out twice.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // ---- the report -----------------------------------------------------------
@@ -714,6 +853,8 @@ var scaleFigs = []figure{
 	{"cpu", "process CPU (s)"},
 	{"hwm", "process peak RSS (MiB)"},
 	{"rss", "process RSS, all Running (MiB)"},
+	{"rss_idle", "process RSS, node(s) Ready, no pods (MiB)"},
+	{"mem_pod", "RSS per virtual pod (KiB): (all Running − no pods) / pods"},
 	{"cp_cpu", "kube-apiserver + etcd CPU (s)"},
 }
 
@@ -755,16 +896,17 @@ func (s *scaleBench) kindLabel(kind string) string {
 	return kind
 }
 
-func (s *scaleBench) table(wl string) string { return s.tableOf(wl, scaleFigs, true) }
+func (s *scaleBench) table(z scaleSize) string { return s.tableOf(z, scaleFigs, true) }
 
-func (s *scaleBench) tableOf(wl string, figs []figure, withRatios bool) string {
+func (s *scaleBench) tableOf(z scaleSize, figs []figure, withRatios bool) string {
+	wl, kinds := z.wl(), s.kindsAt(z)
 	var sb strings.Builder
 	sb.WriteString("| figure |")
-	for _, k := range s.o.kinds {
+	for _, k := range kinds {
 		sb.WriteString(" " + s.kindLabel(k) + " |")
 	}
 	var ratios []string
-	for _, k := range s.o.kinds {
+	for _, k := range kinds {
 		if k != "ours" && withRatios {
 			ratios = append(ratios, k)
 		}
@@ -772,10 +914,10 @@ func (s *scaleBench) tableOf(wl string, figs []figure, withRatios bool) string {
 	for _, k := range ratios {
 		fmt.Fprintf(&sb, " ours/%s |", k)
 	}
-	sb.WriteString("\n|---|" + strings.Repeat("---|", len(s.o.kinds)+len(ratios)) + "\n")
+	sb.WriteString("\n|---|" + strings.Repeat("---|", len(kinds)+len(ratios)) + "\n")
 	for _, f := range figs {
 		fmt.Fprintf(&sb, "| %s |", f.label)
-		for _, k := range s.o.kinds {
+		for _, k := range kinds {
 			fmt.Fprintf(&sb, " %s |", FormatSpread(s.b.res.get(k, wl, f.key)))
 		}
 		for _, k := range ratios {
@@ -790,25 +932,44 @@ func (s *scaleBench) tableOf(wl string, figs []figure, withRatios bool) string {
 	return sb.String()
 }
 
-// verdict checks the acceptance at wl: ours at least 0.8× the floor's rate
-// and above every other contender's, in every round, with every status
-// complete.
-func (s *scaleBench) verdict(wl string, n int) string {
+// scaleGoal is the least share of the floor's pods/s ours must reach.
+const scaleGoal = 0.8
+
+// floorCheck compares ours with the floor round by round (paired): the
+// ratios, the lowest, and whether that is at least scaleGoal. Without a
+// pair the lowest is NaN and the check fails.
+func floorCheck(ours, floor []float64) (ratios []float64, lowest float64, ok bool) {
+	ratios = PairedRatios(ours, floor)
+	if len(ratios) == 0 {
+		return nil, math.NaN(), false
+	}
+	lowest, _ = MinMax(ratios)
+	return ratios, lowest, lowest >= scaleGoal
+}
+
+// verdict checks the acceptance at a size: ours at least 0.8× the floor's
+// rate and above every other contender's, in every round, with every
+// status complete.
+func (s *scaleBench) verdict(z scaleSize) string {
+	wl, n := z.wl(), z.pods()
 	ours := s.b.res.get("ours", wl, "rate")
 	if len(ours) == 0 {
 		return "no run of ours: no verdict"
 	}
 	var fails, passes []string
 	if fl := s.b.res.get("floor", wl, "rate"); len(fl) > 0 {
-		lo, _ := MinMax(PairedRatios(ours, fl))
-		msg := fmt.Sprintf("ours/floor %s (lowest round %s; at least 0.80 wanted)", FormatSpread(PairedRatios(ours, fl)), FormatNum(lo))
-		if lo >= 0.8 {
+		ratios, lo, ok := floorCheck(ours, fl)
+		msg := fmt.Sprintf("ours/floor %s (lowest round %s; at least %s wanted)", FormatSpread(ratios), FormatNum(lo), FormatNum(scaleGoal))
+		if ok {
 			passes = append(passes, msg)
 		} else {
 			fails = append(fails, msg)
 		}
 	}
 	for _, k := range []string{"vk", "kwok"} {
+		if !runsAt(k, z) {
+			continue
+		}
 		other := s.b.res.get(k, wl, "rate")
 		if len(other) == 0 {
 			continue
@@ -836,24 +997,43 @@ func (s *scaleBench) verdict(wl string, n int) string {
 
 func (s *scaleBench) report() string {
 	o := s.o
+	sizes := scaleSizes(o)
 	var sb strings.Builder
 	begin, end := sectionMarkers("scale")
-	fmt.Fprintf(&sb, "%s\n## Scale: one virtual node, pods created at once\n\n", begin)
+	fmt.Fprintf(&sb, "%s\n## Scale: virtual nodes, pods created at once\n\n", begin)
 	fmt.Fprintf(&sb, "Written by `make bench-scale` (hack/bench.sh with BENCH_MODE=scale, test/bench/scale.go) on %s, "+
-		"our commit %s, in %s on this machine (%d CPUs): %d pods, %d rounds", time.Now().UTC().Format("2006-01-02 15:04 UTC"),
-		s.b.opt.commit, s.wall.Round(time.Second), runtime.NumCPU(), o.pods, o.rounds)
-	if o.large > 0 {
-		fmt.Fprintf(&sb, ", then %d pods, one round", o.large)
+		"our commit %s, in %s on this machine (%d CPUs): ", time.Now().UTC().Format("2006-01-02 15:04 UTC"),
+		s.b.opt.commit, s.wall.Round(time.Second), runtime.NumCPU())
+	var what []string
+	for _, z := range sizes {
+		rounds := "one round"
+		if z.rounds > 1 {
+			rounds = fmt.Sprintf("%d rounds", z.rounds)
+		}
+		what = append(what, fmt.Sprintf("%s, %s", z, rounds))
 	}
-	sb.WriteString(".\n\n")
+	sb.WriteString(strings.Join(what, "; then ") + ".\n\n")
+	if g := s.goal(sizes); g != "" {
+		sb.WriteString(g + "\n\n")
+	}
+	multi := 0
+	for _, z := range sizes {
+		multi = max(multi, z.nodes)
+	}
+	vkNote := ""
+	if multi > 1 {
+		vkNote = fmt.Sprintf(" Virtual Kubelet serves one node per process: %d of its processes (see Memory for one) "+
+			"do not fit this machine beside the control plane, so it runs at the one-node sizes only.", multi)
+	}
 	fmt.Fprintf(&sb, `Method:
 
 - One local control plane (`+"`hack/cluster.sh up`"+`, CLUSTER_NODE=0: etcd, kube-apiserver,
   kube-controller-manager, kube-scheduler; the machine's own node stopped). Contenders run one
-  after another in each round, in the order %s, each with a fresh node of its own
-  (`+"`scale-<contender>`"+`) and a fresh namespace; between them the contender is stopped, its pods
-  deleted with grace period 0, its namespace, Node and Lease deleted.
-- Pods: one container, no service-account token, `+"`spec.nodeName`"+` set (no scheduler), created
+  after another in each round, in the order %s, each with fresh nodes of its own
+  (`+"`scale-<contender>`"+` alone, `+"`scale-<contender>-00`"+`… with several) and a fresh namespace; between them the contender is stopped, its pods
+  deleted with grace period 0, its namespace, Nodes and Leases deleted.%s
+- Pods: one container, no service-account token, `+"`spec.nodeName`"+` set (no scheduler; with N
+  nodes pod i goes to node i mod N, so each gets the same number), created
   by the driver as cluster admin, %d create calls in flight at a time, with a protobuf client
   without a client-side rate limit. A pod counts as Running at the arrival of the first event of
   the driver's watch (on a connection of its own) showing every container running (driver clock). Pods/s: pods Running over the time from the first
@@ -871,43 +1051,56 @@ func (s *scaleBench) report() string {
 - Process CPU (utime+stime) and peak RSS (VmHWM, reset through clear_refs at the window's start)
   from /proc of the contender's process over the window; RSS at the window's end. kube-apiserver
   + etcd CPU over the same window shows what each contender costs the control plane.
+- Memory (VmRSS of the contender's process): *RSS, node(s) Ready, no pods* is read at the
+  window's start, once every node of the contender is Ready and 3 s more have passed, before
+  the first create; *RSS, all Running* at the window's end. **Per virtual pod** = (RSS all
+  Running − RSS no pods) / pods Running, in the same run: all the pods added, Go heap headroom
+  included (a Go process lets its heap grow to about twice what is live before collecting, and
+  gives memory back to the system lazily), so it bounds what a pod costs from above rather than
+  giving the size of its objects. **Per virtual node** = (RSS with N nodes Ready and no pods −
+  RSS of the same contender's process with one node Ready and no pods, the median over the
+  rounds of the first one-node size) / (N − 1): what each node beyond the first adds to one
+  process. Virtual Kubelet serves one node per process, so a node costs it a whole process:
+  its figure is the RSS of its one-node process, Ready with no pods.
 - Contenders:
-  - **floor**: no kubelet. The driver itself, right after each create returns, PATCHes that pod's
+  - **floor**: no kubelet. The driver registers the Nodes itself (Ready once) and, right after each create returns, PATCHes that pod's
     status to Running (phase, the five kubelet conditions, container running and ready, IPs,
     start time, QoS class; the UID as precondition) with the contenders' identity and no rate
     limit: the most this API server carries for creating and starting pods.
-  - **ours**: `+"`kubelet --virtual-nodes-config`"+` with `+"`realNode: false`"+` and one node,
-    provider `+"`mock`"+`, every setting at its default (engine, mock provider, API client)%s.
+  - **ours**: one `+"`kubelet --virtual-nodes-config`"+` process with `+"`realNode: false`"+` and every node
+    in its file (provider `+"`mock`"+`, a port each, `+"`identity: shared`"+`), every setting at its default (engine, mock provider, API client)%s.
   - **Virtual Kubelet %s**: its own command (`+"`cmd/virtual-kubelet`"+`, built from the Go module
     proxy by `+"`hack/build-contenders.sh`"+`) with `+"`--provider mock`"+` and a provider
     configuration that names the node without settings (its defaults), everything else at its
     defaults (among them client-go's 5 QPS, burst 10, and 10 pod sync workers); only its ports
-    and the serving certificate its kubelet API requires are set.
+    and the serving certificate its kubelet API requires are set. One node per process.
   - **KWOK %s**: `+"`cmd/kwok`"+` (built the same way) with the configuration of its in-cluster
     install (`+"`kustomize/kwok/kwok.yaml`"+`) and its default "fast" stages given in that file
     rather than as Stage objects (so no CRDs are installed): no client-side rate limit, 4 pod
-    stages played in parallel; the driver creates its Node with the annotation that
-    configuration selects.
+    stages played in parallel; the driver creates its Nodes with the annotation that
+    configuration selects, and one process plays them all.
 - Every cell: median over rounds [min–max]; ratios are paired per round.
 
-`, strings.Join(o.kinds, ", "), o.createWorkers, s.timeouts(), scaleFlowSchema, s.oursChanges(), o.vkVersion, o.kwokVersion)
-	sizes := []int{o.pods}
-	if o.large > 0 {
-		sizes = append(sizes, o.large)
-	}
-	for _, n := range sizes {
-		wl := scaleWL(n)
-		fmt.Fprintf(&sb, "### %d pods\n\n%s\nWhere the time went (same windows):\n\n%s\n", n, s.table(wl), s.tableOf(wl, scaleDiagFigs, false))
-		fmt.Fprintf(&sb, "Acceptance (ours ≥ 0.8× the floor, above Virtual Kubelet and KWOK, every status complete): %s\n\n", s.verdict(wl, n))
+`, strings.Join(o.kinds, ", "), vkNote, o.createWorkers, s.timeouts(sizes), scaleFlowSchema, s.oursChanges(), o.vkVersion, o.kwokVersion)
+	for _, z := range sizes {
+		wl := z.wl()
+		fmt.Fprintf(&sb, "### %s\n\n%s\nWhere the time went (same windows):\n\n%s\n", z, s.table(z), s.tableOf(z, scaleDiagFigs, false))
+		var above []string
+		for _, k := range []string{"vk", "kwok"} {
+			if runsAt(k, z) {
+				above = append(above, map[string]string{"vk": "Virtual Kubelet", "kwok": "KWOK"}[k])
+			}
+		}
+		fmt.Fprintf(&sb, "Acceptance (ours ≥ 0.8× the floor, above %s, every status complete): %s\n\n", strings.Join(above, " and "), s.verdict(z))
 		sb.WriteString("API requests by verb and resource, per pod (`apiserver_request_total`, last round, driver's creates excluded):\n\n")
-		for _, k := range o.kinds {
+		for _, k := range s.kindsAt(z) {
 			if b := s.breakdown[k][wl]; b != "" {
 				fmt.Fprintf(&sb, "- %s: %s\n", s.kindLabel(k), b)
 			}
 		}
 		sb.WriteString("\n")
 		var notes []string
-		for _, k := range o.kinds {
+		for _, k := range s.kindsAt(z) {
 			for _, msg := range s.notes[k][wl] {
 				notes = append(notes, fmt.Sprintf("- %s: %s", s.kindLabel(k), msg))
 			}
@@ -915,6 +1108,9 @@ func (s *scaleBench) report() string {
 		if len(notes) > 0 {
 			sb.WriteString("Notes:\n\n" + strings.Join(notes, "\n") + "\n\n")
 		}
+	}
+	if m := s.memoryTable(sizes); m != "" {
+		sb.WriteString("### Memory\n\nPer virtual pod and per virtual node, as the method says (medians over rounds [min–max]):\n\n" + m + "\n")
 	}
 	var fails []string
 	for _, f := range s.b.fails {
@@ -924,6 +1120,105 @@ func (s *scaleBench) report() string {
 		sb.WriteString("Failed runs (their figures are missing above):\n\n" + strings.Join(fails, "\n") + "\n\n")
 	}
 	sb.WriteString(end + "\n")
+	return sb.String()
+}
+
+// goal is the issue's acceptance over the sizes it names (z.goal): ours at
+// least scaleGoal× the floor's pods/s at each; "" when none ran.
+func (s *scaleBench) goal(sizes []scaleSize) string {
+	var parts []string
+	holds, any := true, false
+	for _, z := range sizes {
+		if !z.goal {
+			continue
+		}
+		any = true
+		ours, fl := s.b.res.get("ours", z.wl(), "rate"), s.b.res.get("floor", z.wl(), "rate")
+		_, lo, ok := floorCheck(ours, fl)
+		if math.IsNaN(lo) {
+			holds = false
+			parts = append(parts, fmt.Sprintf("%s: no run of both ours and the floor", z))
+			continue
+		}
+		msg := fmt.Sprintf("%s: ours %s pods/s, floor %s, ours/floor %s", z, FormatSpread(ours), FormatSpread(fl), FormatNum(lo))
+		if !ok {
+			holds = false
+			msg += fmt.Sprintf(" (%s below %s: ours needs %.0f%% more pods/s)", FormatNum(scaleGoal-lo), FormatNum(scaleGoal), 100*(scaleGoal/lo-1))
+		}
+		parts = append(parts, msg)
+	}
+	if !any {
+		return ""
+	}
+	head := "**Goal** (ours at least 0.8× the floor's pods/s at each of these sizes, lowest round): "
+	if holds {
+		return head + "**holds**: " + strings.Join(parts, "; ") + "."
+	}
+	return head + "**does not hold**: " + strings.Join(parts, "; ") + "."
+}
+
+// memoryTable: for each contender with a process, its RSS with one node and
+// with N, per virtual node and per virtual pod at each size (the method
+// gives the formulas).
+func (s *scaleBench) memoryTable(sizes []scaleSize) string {
+	var kinds []string
+	for _, k := range s.o.kinds {
+		if k != "floor" {
+			kinds = append(kinds, k)
+		}
+	}
+	var base, multi *scaleSize
+	for i := range sizes {
+		if sizes[i].nodes == 1 && base == nil {
+			base = &sizes[i]
+		}
+		if sizes[i].nodes > 1 && multi == nil {
+			multi = &sizes[i]
+		}
+	}
+	if len(kinds) == 0 || base == nil {
+		return ""
+	}
+	var sb strings.Builder
+	sb.WriteString("| figure |")
+	for _, k := range kinds {
+		sb.WriteString(" " + s.kindLabel(k) + " |")
+	}
+	sb.WriteString("\n|---|" + strings.Repeat("---|", len(kinds)) + "\n")
+	row := func(label string, cell func(k string) string) {
+		fmt.Fprintf(&sb, "| %s |", label)
+		for _, k := range kinds {
+			fmt.Fprintf(&sb, " %s |", cell(k))
+		}
+		sb.WriteString("\n")
+	}
+	idle := func(k string, z *scaleSize) []float64 { return s.b.res.get(k, z.wl(), "rss_idle") }
+	row(fmt.Sprintf("RSS, 1 node Ready, no pods (MiB; %s)", base), func(k string) string { return FormatSpread(idle(k, base)) })
+	if multi != nil {
+		row(fmt.Sprintf("RSS, %d nodes Ready, no pods (MiB)", multi.nodes), func(k string) string {
+			if !runsAt(k, *multi) {
+				return "– (not run)"
+			}
+			return FormatSpread(idle(k, multi))
+		})
+	}
+	row("**per virtual node** (MiB)", func(k string) string {
+		if multi == nil || !runsAt(k, *multi) {
+			if k == "vk" {
+				return FormatNum(Median(idle(k, base))) + " (its one-node process)"
+			}
+			return "–"
+		}
+		return FormatNum(PerNodeMiB(Median(idle(k, multi)), Median(idle(k, base)), multi.nodes))
+	})
+	for _, z := range sizes {
+		row(fmt.Sprintf("**per virtual pod**, %s (KiB)", z), func(k string) string {
+			if !runsAt(k, z) {
+				return "– (not run)"
+			}
+			return FormatSpread(s.b.res.get(k, z.wl(), "mem_pod"))
+		})
+	}
 	return sb.String()
 }
 
@@ -965,15 +1260,34 @@ func indentLines(s, indent string) string {
 }
 
 // timeouts says how long a contender may take at each size.
-func (s *scaleBench) timeouts() string {
-	parts := []string{fmt.Sprintf("%s at %d pods", fmtDur(s.scaleTimeout(s.o.pods)), s.o.pods)}
-	if s.o.large > 0 {
-		parts = append(parts, fmt.Sprintf("%s at %d", fmtDur(s.scaleTimeout(s.o.large)), s.o.large))
+func (s *scaleBench) timeouts(sizes []scaleSize) string {
+	var parts []string
+	for _, z := range sizes {
+		parts = append(parts, fmt.Sprintf("%s at %s", fmtDur(s.scaleTimeout(z.pods())), z))
 	}
 	return strings.Join(parts, ", ")
 }
 
 func fmtDur(d time.Duration) string { return d.Round(time.Second).String() }
+
+// PerPodKiB is the RSS a run's pods added, per pod (KiB): running and idle
+// in KiB; NaN without pods.
+func PerPodKiB(runningKB, idleKB uint64, pods int) float64 {
+	if pods <= 0 {
+		return math.NaN()
+	}
+	return (float64(runningKB) - float64(idleKB)) / float64(pods)
+}
+
+// PerNodeMiB is what each node beyond the first adds to one process: the
+// idle RSS with n nodes less that with one, over n-1 (MiB); NaN for fewer
+// than two nodes or a missing figure.
+func PerNodeMiB(idleN, idle1 float64, n int) float64 {
+	if n < 2 || math.IsNaN(idleN) || math.IsNaN(idle1) {
+		return math.NaN()
+	}
+	return (idleN - idle1) / float64(n-1)
+}
 
 // ---- pure helpers (stats_test.go) ---------------------------------------------
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
+
+	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
 )
 
 const requestMetrics = `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
@@ -158,5 +161,178 @@ apiserver_request_duration_seconds_count{component="apiserver",resource="pods",s
 	}
 	if _, err := ParseMachineBusy("intr 1 2 3\n"); err == nil {
 		t.Error("malformed /proc/stat accepted")
+	}
+}
+
+func TestScaleSizes(t *testing.T) {
+	got := scaleSizes(scaleOptions{pods: 1000, rounds: 3, large: 10000, nodes: 100, podsPerNode: 100})
+	want := []scaleSize{{1, 1000, 3, false}, {1, 10000, 1, true}, {100, 100, 1, true}}
+	if len(got) != len(want) {
+		t.Fatalf("sizes = %+v", got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("size %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if wl := got[0].wl(); wl != "scale-1000" {
+		t.Errorf("one node's key %q: the 1000-pod rounds keep their key", wl)
+	}
+	if wl, n := got[2].wl(), got[2].pods(); wl != "scale-100x100" || n != 10000 {
+		t.Errorf("several nodes: %q, %d pods", wl, n)
+	}
+	// 0 leaves a size out.
+	for _, o := range []scaleOptions{
+		{pods: 100, rounds: 1},
+		{pods: 100, rounds: 1, nodes: 5},
+		{pods: 100, rounds: 1, podsPerNode: 20},
+	} {
+		if got := scaleSizes(o); len(got) != 1 || got[0].goal {
+			t.Errorf("%+v: sizes %+v", o, got)
+		}
+	}
+}
+
+func TestVirtualKubeletSitsOutSeveralNodes(t *testing.T) {
+	s := &scaleBench{o: scaleOptions{kinds: scaleKinds}}
+	one, many := scaleSize{nodes: 1, perNode: 10}, scaleSize{nodes: 5, perNode: 2}
+	if got := strings.Join(s.kindsAt(one), ","); got != "floor,ours,kwok,vk" {
+		t.Errorf("one node: %s", got)
+	}
+	if got := strings.Join(s.kindsAt(many), ","); got != "floor,ours,kwok" {
+		t.Errorf("several nodes: %s", got)
+	}
+}
+
+func TestNodeNamesAndSpread(t *testing.T) {
+	if got := scaleNodeNames("ours", 1); len(got) != 1 || got[0] != "scale-ours" {
+		t.Errorf("one node: %v", got)
+	}
+	names := scaleNodeNames("kwok", 100)
+	if len(names) != 100 || names[0] != "scale-kwok-00" || names[99] != "scale-kwok-99" {
+		t.Errorf("100 nodes: %v", names)
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+	}
+	if len(seen) != 100 {
+		t.Errorf("names not distinct: %d", len(seen))
+	}
+	per := map[string]int{}
+	for _, n := range spread(10000, names) {
+		per[n]++
+	}
+	if len(per) != 100 {
+		t.Fatalf("pods on %d nodes", len(per))
+	}
+	for n, c := range per {
+		if c != 100 {
+			t.Errorf("%s: %d pods, want 100", n, c)
+		}
+	}
+}
+
+// The file our kubelet gets at several nodes is one the product accepts:
+// realNode false, every node a mock on a port of its own.
+func TestOursConfigDecodes(t *testing.T) {
+	nodes := scaleNodeNames("ours", 100)
+	ports, err := freePorts(len(nodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]bool{}
+	for _, p := range ports {
+		if seen[p] {
+			t.Fatalf("port %d twice", p)
+		}
+		seen[p] = true
+	}
+	cfg, err := virtualnodes.Decode([]byte(oursConfig(nodes, ports, "kubeAPIQPS: 500", "podSync: {workers: 10}")), "")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, oursConfig(nodes, ports, "", ""))
+	}
+	if cfg.RunsRealNode() || len(cfg.Nodes) != 100 || cfg.QPS() != 500 {
+		t.Errorf("realNode %v, %d nodes, qps %v", cfg.RunsRealNode(), len(cfg.Nodes), cfg.QPS())
+	}
+	for i, n := range cfg.Nodes {
+		if n.Name != nodes[i] || n.Provider != "mock" || int(n.Port) != ports[i] || n.PodSync.Workers != 10 {
+			t.Errorf("node %d: %+v", i, n)
+		}
+	}
+}
+
+func TestMemoryFormulas(t *testing.T) {
+	if got := PerPodKiB(110*1024, 100*1024, 1000); got != 10.24 {
+		t.Errorf("per pod = %v, want 10.24 KiB", got)
+	}
+	if !math.IsNaN(PerPodKiB(1, 0, 0)) {
+		t.Error("per pod without pods")
+	}
+	// 100 nodes at 160 MiB, one at 61: 99 more nodes added 99 MiB.
+	if got := PerNodeMiB(160, 61, 100); got != 1 {
+		t.Errorf("per node = %v, want 1", got)
+	}
+	if !math.IsNaN(PerNodeMiB(160, 61, 1)) || !math.IsNaN(PerNodeMiB(math.NaN(), 61, 100)) {
+		t.Error("per node without a second node or a figure")
+	}
+}
+
+func TestFloorCheck(t *testing.T) {
+	if _, lo, ok := floorCheck([]float64{90, 80}, []float64{100, 100}); !ok || lo != 0.8 {
+		t.Errorf("0.9 and 0.8: lowest %v ok %v", lo, ok)
+	}
+	if _, lo, ok := floorCheck([]float64{90, 79}, []float64{100, 100}); ok || lo != 0.79 {
+		t.Errorf("0.79: lowest %v ok %v", lo, ok)
+	}
+	if _, lo, ok := floorCheck([]float64{90}, nil); ok || !math.IsNaN(lo) {
+		t.Error("no floor passed")
+	}
+}
+
+// The report at every size: the goal over the sizes it names, with the
+// shortfall; no Virtual Kubelet column at several nodes; the memory table.
+func TestScaleReport(t *testing.T) {
+	o := scaleOptions{pods: 10, rounds: 2, large: 40, nodes: 4, podsPerNode: 5, kinds: scaleKinds, createWorkers: 10,
+		vkVersion: "v1", kwokVersion: "v2"}
+	s := &scaleBench{b: &bench{res: results{}}, o: o, notes: map[string]map[string][]string{}, breakdown: map[string]map[string]string{}}
+	r := s.b.res
+	for _, z := range scaleSizes(o) {
+		for range z.rounds {
+			for _, k := range s.kindsAt(z) {
+				rate := map[string]float64{"floor": 100, "ours": 90, "kwok": 50, "vk": 5}[k]
+				if k == "ours" && z.nodes > 1 {
+					rate = 70
+				}
+				r.add(k, z.wl(), "rate", rate)
+				r.add(k, z.wl(), "complete", float64(z.pods()))
+				if k != "floor" {
+					r.add(k, z.wl(), "rss_idle", 60+float64(z.nodes-1)*2)
+					r.add(k, z.wl(), "mem_pod", 8)
+				}
+			}
+		}
+	}
+	rep := s.report()
+	for _, want := range []string{
+		"**Goal** (ours at least 0.8× the floor's pods/s at each of these sizes, lowest round): **does not hold**: " +
+			"40 pods on one node: ours 90.0 pods/s, floor 100, ours/floor 0.90; 4 nodes × 5 pods (20 pods): ours 70.0 pods/s, floor 100, ours/floor 0.70 (0.10 below 0.80: ours needs 14% more pods/s).",
+		"### 4 nodes × 5 pods (20 pods)\n\n| figure | floor (driver PATCHes) | ours (mock) | KWOK v2 | ours/floor | ours/kwok |\n",
+		"| RSS, 4 nodes Ready, no pods (MiB) | 66.0 | 66.0 | – (not run) |",
+		"| **per virtual node** (MiB) | 2.00 | 2.00 | 60.0 (its one-node process) |",
+		"| **per virtual pod**, 4 nodes × 5 pods (20 pods) (KiB) | 8.00 | 8.00 | – (not run) |",
+		"4 of its processes",
+	} {
+		if !strings.Contains(rep, want) {
+			t.Errorf("report lacks %q:\n%s", want, rep)
+		}
+	}
+	_, several, _ := strings.Cut(rep, "### 4 nodes")
+	several, _, _ = strings.Cut(several, "### Memory")
+	if strings.Contains(several, "Virtual Kubelet") || strings.Contains(several, "ours/vk") {
+		t.Errorf("Virtual Kubelet at several nodes:\n%s", several)
+	}
+	if !strings.Contains(rep, "| ours/floor | ours/kwok | ours/vk |") {
+		t.Errorf("no Virtual Kubelet at one node:\n%s", rep)
 	}
 }
