@@ -52,8 +52,8 @@ import (
 //  3. servers: healthz, the read-only API and the kubelet API (with the
 //     serving certificate's rotation), bound before anything runs so a
 //     port in use is a clear start-up failure;
-//  4. plugins: the registration manager of <root-dir>/plugins_registry
-//     and the node's CSINode (plugins.go);
+//  4. plugins: the registration manager of <root-dir>/plugins_registry,
+//     the node's CSINode and the pod-resources API (plugins.go);
 //  5. engine: pod workers, PLEG, probers;
 //  6. sync loop;
 //  7. virtual nodes, when --virtual-nodes-config names any (virtual.go;
@@ -145,8 +145,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		claims = volume.ClientClaims(clients.Kube)
 	}
 	// The plugin surface (plugins.go): its CSI drivers are known to the
-	// volumes.
-	plugins := newPlugins(s.RootDir, s.NodeName, clientOf(clients))
+	// volumes; the pod-resources API lists the node's pods.
+	plugins := newPlugins(s.RootDir, s.NodeName, clientOf(clients), podLister{core: core})
 	volumes = volume.New(volume.Options{
 		RootDir:         s.RootDir,
 		CSIDrivers:      plugins.csi,

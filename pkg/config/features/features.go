@@ -108,8 +108,7 @@ var Table = []Gate{
 	{"KubeletEnsureSecretPulledImages", Lacking, "", "re-checking pull credentials of images already on the node"},
 	{"KubeletInUserNamespace", Lacking, "", "running the kubelet in a user namespace"},
 	{"KubeletPSI", Lacking, "", "pressure stall information in /stats/summary and metrics"},
-	{"KubeletPodResourcesDynamicResources", Lacking, "", "the pod-resources socket"},
-	{"KubeletPodResourcesGet", Lacking, "", "the pod-resources socket"},
+	{"KubeletPodResourcesDynamicResources", Lacking, "", "dynamic resources (DRA claims) in the pod-resources API: this node has no DRA, so none are listed"},
 	{"KubeletSeparateDiskGC", Lacking, "", "garbage collection of a separate containerfs"},
 	{"KubeletServiceAccountTokenForCredentialProviders", Lacking, "", "image credential provider plugins"},
 	{"KubeletTracing", Lacking, "", "OpenTelemetry tracing of the kubelet and its CRI calls (tracing)"},
@@ -136,6 +135,7 @@ var Table = []Gate{
 	// Locked on upstream, implemented here.
 	{"ExecProbeTimeout", Locked, "pkg/pod/prober", "exec probes fail when they outlast timeoutSeconds"},
 	{"HostnameOverride", Locked, "pkg/pod/dns", "spec.hostnameOverride is the pod's hostname, with no domain"},
+	{"KubeletPodResourcesGet", Locked, "pkg/podresources", "Get of the pod-resources API (<root-dir>/pod-resources/kubelet.sock)"},
 	{"NodeDeclaredFeatures", Locked, "pkg/node/nodestatus", "status.declaredFeatures: the kubelet's to write; this kubelet declares none, replacing a list another kubelet left"},
 	{"PodLifecycleSleepAction", Locked, "pkg/pod/hooks", "the sleep action of postStart and preStop hooks"},
 	{"ProcMountType", Locked, "pkg/pod/securitycontext", "procMount: Unmasked (no masked or read-only /proc paths)"},
