@@ -116,12 +116,16 @@ type servingAPI struct {
 }
 
 func (s servingAPI) Start(ctx context.Context) error {
+	// The certificate's loop stops with the API, also when the API fails
+	// before ctx ends.
+	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_ = s.serving.Start(ctx)
 	}()
 	err := s.APIServer.Start(ctx)
+	cancel()
 	<-done
 	return err
 }
