@@ -12,6 +12,8 @@
 #   agnhost      the e2e test image binary (test/images/agnhost, main.Version set
 #                from its VERSION file as upstream's Makefile does)
 #   nonewprivs   the nonewprivs test image's binary (test/images/nonewprivs)
+#   sample-device-plugin  upstream's sample device plugin
+#                (test/images/sample-device-plugin: example.com/resource, 2 devices)
 #   csi-mock     upstream's mock CSI driver (test/e2e/storage/drivers/csi-test/mock)
 #                as a node plugin with a registration socket: hack/csi-mock/main.go,
 #                harness glue built inside the wrapper module
@@ -33,7 +35,7 @@ pkg() {
     kube-apiserver | kube-controller-manager | kube-scheduler | kube-proxy | kubelet | kubectl) echo "k8s.io/kubernetes/cmd/$1" ;;
     e2e.test) echo "k8s.io/kubernetes/test/e2e" ;;
     ginkgo) echo "github.com/onsi/ginkgo/v2/ginkgo" ;;
-    agnhost | nonewprivs) echo "k8s.io/kubernetes/test/images/$1" ;;
+    agnhost | nonewprivs | sample-device-plugin) echo "k8s.io/kubernetes/test/images/$1" ;;
     csi-mock) echo "upstreamwrapper/csimock" ;;
     *) echo "build-upstream.sh: unknown target '$1' (see the header of hack/build-upstream.sh)" >&2; return 1 ;;
   esac
@@ -82,6 +84,7 @@ import (
 	_ "k8s.io/kubernetes/test/e2e"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/images/nonewprivs"
+	_ "k8s.io/kubernetes/test/images/sample-device-plugin"
 	_ "k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/mock/service"
 	_ "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )

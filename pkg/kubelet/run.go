@@ -25,6 +25,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
+	"github.com/gokubelet/kubelet/pkg/plugins/devices"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -146,7 +147,17 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	}
 	// The plugin surface (plugins.go): its CSI drivers are known to the
 	// volumes; the pod-resources API lists the node's pods.
-	plugins := newPlugins(s.RootDir, s.NodeName, clientOf(clients), podLister{core: core})
+	var seenAllSources func() bool
+	plugins := newPlugins(pluginDeps{
+		rootDir: s.RootDir, nodeName: s.NodeName, client: clientOf(clients), pods: podLister{core: core},
+		devices: devices.Options{
+			ActivePods:   func() []*v1.Pod { return eng.UnfinishedPods() },
+			SourcesReady: func() bool { return seenAllSources() },
+			Changed:      core.TriggerNodeStatus,
+			Recorder:     core.Recorder(),
+			NodeRef:      core.NodeRef(),
+		},
+	})
 	volumes = volume.New(volume.Options{
 		RootDir:         s.RootDir,
 		CSIDrivers:      plugins.csi,
@@ -207,6 +218,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		SerializeImagePulls:   cfg.SerializeImagePulls == nil || *cfg.SerializeImagePulls,
 		MaxParallelImagePulls: int(deref(cfg.MaxParallelImagePulls)),
 		Mounts:                volumes.ContainerMounts,
+		ContainerOptions:      plugins.containerOptions,
 		Liveness: func(uid types.UID, name, containerID string) (bool, string) {
 			return probes.Liveness(uid, name, containerID)
 		},
@@ -248,6 +260,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	for _, src := range sources {
 		sourceNames = append(sourceNames, src.Name)
 	}
+	seenAllSources = func() bool { return merger.SeenAllSources(sourceNames...) }
 
 	eng = cri.New(cri.Deps{
 		Core:           core,
@@ -267,10 +280,14 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Features:       s.Features,
 	})
 	facts.engine.Store(eng)
+	facts.devices = plugins.devices
 	if err := res.attach(ctx, core, eng, rt); err != nil {
 		return err
 	}
 	facts.resources.Store(res)
+	// Device allocation is admission's last check before the fit, as
+	// upstream orders it.
+	eng.AddAdmitHandler(plugins.devices.Admit)
 
 	// Virtual nodes beside the real one (virtual.go).
 	checks := eng.HealthChecks()
@@ -346,6 +363,7 @@ type hostFacts struct {
 	rootDir   string
 	engine    atomic.Pointer[cri.Engine]
 	resources atomic.Pointer[nodeResources]
+	devices   *devices.Manager
 }
 
 func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
@@ -364,6 +382,9 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 	f.Runtime = eng.RuntimeFacts()
 	f.Pressure = h.resources.Load().pressure()
 	f.Images = h.resources.Load().statusImages(ctx)
+	if h.devices != nil {
+		f.Devices.Capacity, f.Devices.Allocatable = h.devices.Capacity()
+	}
 	if errs := h.resources.Load().readinessErrors(); len(errs) > 0 {
 		f.Readiness.Errors = append(f.Readiness.Errors, errs...)
 	}

@@ -165,6 +165,23 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	// DevicePluginRegistrations counts device plugin registrations by
+	// resource_name (upstream's name and label).
+	DevicePluginRegistrations = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "device_plugin_registration_total",
+		Help:           "Device plugin registrations, by resource name.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource_name"})
+
+	// DevicePluginAllocationDuration is how long device plugins took to
+	// answer Allocate, by resource_name (upstream's name and label).
+	DevicePluginAllocationDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "device_plugin_alloc_duration_seconds",
+		Help:           "Seconds device plugins took to answer Allocate, by resource name.",
+		Buckets:        metrics.DefBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"resource_name"})
+
 	// RuntimeOperations counts CRI calls by operation_type.
 	RuntimeOperations = metrics.NewCounterVec(&metrics.CounterOpts{
 		Subsystem: KubeletSubsystem, Name: "runtime_operations_total",
@@ -282,6 +299,7 @@ func kubeletMetrics() []metrics.Registerable {
 		Evictions, RestartedPodTotal,
 		StartedPodsTotal, StartedPodsErrorsTotal, StartedContainersTotal, StartedContainersErrorsTotal,
 		ImagePullDuration, CgroupVersion,
+		DevicePluginRegistrations, DevicePluginAllocationDuration,
 	}
 }
 

@@ -100,6 +100,7 @@ type parts interface {
 	node() *v1.Node
 	// triggerMirrors asks the mirror pod loop to reconcile now.
 	triggerMirrors()
+	triggerStatus()
 	// runnables are the API-side loops.
 	runnables() []named
 	// podSources are the pod sources this side provides.
@@ -205,6 +206,10 @@ func (c *Core) Node() *v1.Node { return c.cluster.node() }
 // pod appeared, changed or went). It never blocks.
 func (c *Core) TriggerMirrors() { c.cluster.triggerMirrors() }
 
+// TriggerNodeStatus asks for the Node's status to be checked now (its
+// facts changed, e.g. a device plugin's devices); triggers coalesce.
+func (c *Core) TriggerNodeStatus() { c.cluster.triggerStatus() }
+
 // OnMirrorPodChange reacts to a mirror pod appearing, changing or going:
 // the mirror loop checks it, and the static pod's status is written to it
 // at once.
@@ -262,6 +267,7 @@ type standaloneParts struct{ local *v1.Node }
 
 func (s standaloneParts) node() *v1.Node                      { return s.local }
 func (standaloneParts) triggerMirrors()                       {}
+func (standaloneParts) triggerStatus()                        {}
 func (standaloneParts) runnables() []named                    { return nil }
 func (standaloneParts) podSources(*podconfig.Merger) []Source { return nil }
 
@@ -310,6 +316,7 @@ func (p *clusterParts) node() *v1.Node {
 }
 
 func (p *clusterParts) triggerMirrors() { p.mirrors.trigger() }
+func (p *clusterParts) triggerStatus()  { p.nodeStatus.Trigger() }
 
 func (p *clusterParts) runnables() []named {
 	var out []named

@@ -149,3 +149,24 @@ func (e *Engine) admitted(ctx context.Context, p *v1.Pod) {
 		klog.FromContext(ctx).Error(err, "Recording a pod's allocation failed", "pod", klog.KObj(p))
 	}
 }
+
+// UnfinishedPods are the node's pods that have not finished, admitted or
+// not yet: what may hold node resources (devices) across a restart,
+// before admission has seen them again. Pods admission rejected have
+// finished (Failed).
+func (e *Engine) UnfinishedPods() []*v1.Pod {
+	var out []*v1.Pod
+	for _, p := range e.core.Pods().List() {
+		if podstatus.IsTerminal(p.Status.Phase) {
+			continue
+		}
+		if info, ok := e.workers.Get(p.UID); ok && info.State == podworkers.Terminated {
+			continue
+		}
+		if st, ok := e.core.Status().GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}

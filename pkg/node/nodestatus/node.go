@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // ControllerManagedAttachAnnotation tells the attach/detach controller that
@@ -78,6 +79,9 @@ type Facts struct {
 	// Allocatable, when nil, is Capacity less Config's reservations and
 	// hard eviction thresholds.
 	Allocatable v1.ResourceList
+	// Devices are the device plugins' resources: their capacity (every
+	// device) and allocatable (the healthy ones), set over the above.
+	Devices DeviceResources
 	// Addresses of the node, in order of preference.
 	Addresses []v1.NodeAddress
 	// NodeInfo of the node. KubeletVersion is Config's; an empty
@@ -102,6 +106,46 @@ type Facts struct {
 	// (a virtual node's provider may have its own), after the four the
 	// kubelet owns; conditions of those four types are ignored here.
 	Conditions []v1.NodeCondition
+}
+
+// DeviceResources are extended resources served by device plugins.
+type DeviceResources struct {
+	Capacity, Allocatable v1.ResourceList
+}
+
+// withExtendedResources adds the device plugins' resources to the status,
+// and keeps the extended resources someone else advertised on the Node
+// (an administrator's PATCH of status.capacity, as upstream documents):
+// the kubelet does not own those, so they stay, allocatable equal to
+// capacity as upstream reports them. The status's maps are new ones
+// (they may be the facts' own).
+func withExtendedResources(st *v1.NodeStatus, previous v1.ResourceList, dev DeviceResources) {
+	var kept []v1.ResourceName
+	for name := range previous {
+		if _, ok := st.Capacity[name]; !ok && podspec.IsExtendedResourceName(name) {
+			kept = append(kept, name)
+		}
+	}
+	if len(kept) == 0 && len(dev.Capacity) == 0 && len(dev.Allocatable) == 0 {
+		return
+	}
+	st.Capacity, st.Allocatable = st.Capacity.DeepCopy(), st.Allocatable.DeepCopy()
+	if st.Capacity == nil {
+		st.Capacity = v1.ResourceList{}
+	}
+	if st.Allocatable == nil {
+		st.Allocatable = v1.ResourceList{}
+	}
+	for _, name := range kept {
+		st.Capacity[name] = previous[name].DeepCopy()
+		st.Allocatable[name] = previous[name].DeepCopy()
+	}
+	for name, q := range dev.Capacity {
+		st.Capacity[name] = q.DeepCopy()
+	}
+	for name, q := range dev.Allocatable {
+		st.Allocatable[name] = q.DeepCopy()
+	}
 }
 
 // DeclaredFeatures is the Node's status.declaredFeatures: the features
@@ -239,11 +283,13 @@ func Addresses(cfg *Config, m machineinfo.Info) []v1.NodeAddress {
 // config) are left as they are, and so are the images when the facts have
 // none, and runtimeHandlers and features while the runtime's are unknown.
 func SetStatus(node *v1.Node, cfg *Config, f Facts, now metav1.Time) {
+	previous := node.Status.Capacity
 	node.Status.Capacity = f.Capacity
 	node.Status.Allocatable = f.Allocatable
 	if node.Status.Allocatable == nil {
 		node.Status.Allocatable = Allocatable(f.Capacity, cfg.KubeReserved, cfg.SystemReserved, cfg.HardEviction)
 	}
+	withExtendedResources(&node.Status, previous, f.Devices)
 	node.Status.Addresses = f.Addresses
 	setImages(node, f.Images)
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = cfg.KubeletPort

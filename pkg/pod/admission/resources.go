@@ -6,8 +6,9 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
 // requests is a pod's or a node's amounts in the units the messages use:
@@ -127,7 +128,7 @@ func withoutMissingExtendedResources(pod *v1.Pod, alloc v1.ResourceList) *v1.Pod
 	missing := func(cs []v1.Container) bool {
 		for _, c := range cs {
 			for name := range c.Resources.Requests {
-				if _, ok := alloc[name]; !ok && isExtendedResourceName(name) {
+				if _, ok := alloc[name]; !ok && podspec.IsExtendedResourceName(name) {
 					return true
 				}
 			}
@@ -141,7 +142,7 @@ func withoutMissingExtendedResources(pod *v1.Pod, alloc v1.ResourceList) *v1.Pod
 	for _, cs := range [][]v1.Container{out.Spec.Containers, out.Spec.InitContainers} {
 		for i := range cs {
 			for name := range cs[i].Resources.Requests {
-				if _, ok := alloc[name]; !ok && isExtendedResourceName(name) {
+				if _, ok := alloc[name]; !ok && podspec.IsExtendedResourceName(name) {
 					delete(cs[i].Resources.Requests, name)
 				}
 			}
@@ -150,26 +151,12 @@ func withoutMissingExtendedResources(pod *v1.Pod, alloc v1.ResourceList) *v1.Pod
 	return out
 }
 
-// isNativeResourceName: unprefixed, or in the kubernetes.io/ domain.
-func isNativeResourceName(name v1.ResourceName) bool {
-	return !strings.Contains(string(name), "/") || strings.Contains(string(name), v1.ResourceDefaultNamespacePrefix)
-}
-
-// isExtendedResourceName: a domain-prefixed name outside kubernetes.io/
-// that would also be valid as a quota name (requests.<name>).
-func isExtendedResourceName(name v1.ResourceName) bool {
-	if isNativeResourceName(name) || strings.HasPrefix(string(name), v1.DefaultResourceRequestsPrefix) {
-		return false
-	}
-	return len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+string(name))) == 0
-}
-
 // isScalarResourceName: what the scheduler counts beyond cpu, memory,
 // ephemeral-storage and pods: extended resources, hugepages, other
 // kubernetes.io/ prefixed resources and attachable volume limits.
 func isScalarResourceName(name v1.ResourceName) bool {
 	s := string(name)
-	return isExtendedResourceName(name) ||
+	return podspec.IsExtendedResourceName(name) ||
 		strings.HasPrefix(s, v1.ResourceHugePagesPrefix) ||
 		strings.Contains(s, v1.ResourceDefaultNamespacePrefix) ||
 		strings.HasPrefix(s, v1.ResourceAttachableVolumesPrefix)

@@ -1,6 +1,11 @@
 package podspec
 
-import v1 "k8s.io/api/core/v1"
+import (
+	"strings"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
 
 // WithDefaultedRequests returns the pod with API defaulting's rule for
 // requests applied: a container (init or app) that limits a resource but
@@ -37,4 +42,16 @@ func WithDefaultedRequests(pod *v1.Pod) *v1.Pod {
 		}
 	}
 	return out
+}
+
+// IsExtendedResourceName tells an extended resource (a device plugin's, or
+// one an administrator advertises): a domain-prefixed name outside
+// kubernetes.io/ that would also be valid as a quota name
+// (requests.<name>).
+func IsExtendedResourceName(name v1.ResourceName) bool {
+	s := string(name)
+	if !strings.Contains(s, "/") || strings.Contains(s, v1.ResourceDefaultNamespacePrefix) || strings.HasPrefix(s, v1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(v1.DefaultResourceRequestsPrefix+s)) == 0
 }

@@ -111,8 +111,18 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			SecurityContext: sc,
 		},
 	}
+	cfg.Envs = append(cfg.Envs, opts.PluginEnv...)
 	for _, e := range env {
 		cfg.Envs = append(cfg.Envs, &runtimeapi.KeyValue{Key: e.Name, Value: []byte(e.Value)})
+	}
+	cfg.Devices, cfg.CDIDevices = opts.Devices, opts.CDIDevices
+	for k, v := range opts.Annotations {
+		if _, own := cfg.Annotations[k]; !own {
+			if cfg.Annotations == nil {
+				cfg.Annotations = map[string]string{}
+			}
+			cfg.Annotations[k] = v
+		}
 	}
 	// subPathExpr expands with the container's environment.
 	vals := make(map[string]string, len(env))

@@ -39,6 +39,14 @@ type ContainerOptions struct {
 	// order, already resolved. When nil, only literal env values are used.
 	Env    []v1.EnvVar
 	Mounts []*runtimeapi.Mount
+	// PluginEnv, Devices, CDIDevices and Annotations come from device
+	// plugins (their Allocate answers). PluginEnv goes before the
+	// container's own env, which wins over it; the kubelet's own
+	// annotations win over Annotations.
+	PluginEnv   []*runtimeapi.KeyValue
+	Devices     []*runtimeapi.Device
+	CDIDevices  []*runtimeapi.CDIDevice
+	Annotations map[string]string
 }
 
 // ContainerOptionsFunc produces ContainerOptions for one container. An error

@@ -1,0 +1,348 @@
+package devices
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/gokubelet/kubelet/pkg/plugins/devices/checkpoint"
+)
+
+// fakePlugin is a device plugin for unit tests: it serves on a socket in
+// the manager's directory and lists what it is told to.
+type fakePlugin struct {
+	pluginapi.UnimplementedDevicePluginServer
+	socket   string
+	opts     *pluginapi.DevicePluginOptions
+	lists    chan []*pluginapi.Device
+	allocate func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error)
+	srv      *grpc.Server
+
+	mu        sync.Mutex
+	preStarts [][]string
+	streamEnd chan struct{}
+}
+
+func startFakePlugin(t *testing.T, dir, name string, opts *pluginapi.DevicePluginOptions) *fakePlugin {
+	t.Helper()
+	p := &fakePlugin{socket: filepath.Join(dir, name), opts: opts, lists: make(chan []*pluginapi.Device, 4), streamEnd: make(chan struct{}, 4)}
+	p.allocate = func(r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+		ids := r.ContainerRequests[0].DevicesIds
+		return &pluginapi.AllocateResponse{ContainerResponses: []*pluginapi.ContainerAllocateResponse{{
+			Envs: map[string]string{"DEVICES": strings.Join(ids, ",")},
+		}}}, nil
+	}
+	l, err := net.Listen("unix", p.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.srv = grpc.NewServer()
+	pluginapi.RegisterDevicePluginServer(p.srv, p)
+	go p.srv.Serve(l)
+	t.Cleanup(p.srv.Stop)
+	return p
+}
+
+func (p *fakePlugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	return p.opts, nil
+}
+
+func (p *fakePlugin) ListAndWatch(_ *pluginapi.Empty, s pluginapi.DevicePlugin_ListAndWatchServer) error {
+	defer func() { p.streamEnd <- struct{}{} }()
+	for {
+		select {
+		case devs := <-p.lists:
+			if err := s.Send(&pluginapi.ListAndWatchResponse{Devices: devs}); err != nil {
+				return err
+			}
+		case <-s.Context().Done():
+			return nil
+		}
+	}
+}
+
+func (p *fakePlugin) Allocate(_ context.Context, r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+	return p.allocate(r)
+}
+
+func (p *fakePlugin) PreStartContainer(_ context.Context, r *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.preStarts = append(p.preStarts, r.DevicesIds)
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
+
+func (p *fakePlugin) GetPreferredAllocation(_ context.Context, r *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	ids := r.ContainerRequests[0].AvailableDeviceIDs
+	return &pluginapi.PreferredAllocationResponse{ContainerResponses: []*pluginapi.ContainerPreferredAllocationResponse{{DeviceIDs: ids[len(ids)-1:]}}}, nil
+}
+
+// register asks the manager to take the plugin, as a plugin does.
+func register(m *Manager, resource, endpoint, version string) error {
+	conn, err := grpc.NewClient("unix://"+m.Socket(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = pluginapi.NewRegistrationClient(conn).Register(ctx, &pluginapi.RegisterRequest{Version: version, Endpoint: endpoint, ResourceName: resource}, grpc.WaitForReady(true))
+	return err
+}
+
+type harness struct {
+	m      *Manager
+	dir    string
+	clock  *clocktesting.FakeClock
+	active []*v1.Pod
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func newHarness(t *testing.T, dir string) *harness {
+	t.Helper()
+	h := &harness{dir: dir, clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), done: make(chan error, 1)}
+	h.m = New(Options{Dir: dir, Clock: h.clock, ActivePods: func() []*v1.Pod { return h.active }})
+	ctx, cancel := context.WithCancel(context.Background())
+	h.cancel = cancel
+	go func() { h.done <- h.m.Start(ctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(h.m.Socket()); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("registration socket never appeared")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Cleanup(h.stop)
+	return h
+}
+
+func (h *harness) stop() {
+	if h.cancel != nil {
+		h.cancel()
+		<-h.done
+		h.cancel = nil
+	}
+}
+
+// waitFor polls cond (the manager's state changes on its own goroutines).
+func waitFor(t *testing.T, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s; last seen: %s", what, seen)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (h *harness) capacityIs(t *testing.T, res string, capacity, allocatable int64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s at %d/%d", res, capacity, allocatable), func() (bool, string) {
+		c, a := h.m.Capacity()
+		cq, aq := c[v1.ResourceName(res)], a[v1.ResourceName(res)]
+		_, present := c[v1.ResourceName(res)]
+		return present && cq.Value() == capacity && aq.Value() == allocatable, fmt.Sprintf("capacity %v allocatable %v", c, a)
+	})
+}
+
+func podAsking(uid, res string, n int64) *v1.Pod {
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: uid, Namespace: "ns", UID: types.UID(uid)},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Resources: v1.ResourceRequirements{
+			Limits: v1.ResourceList{v1.ResourceName(res): q}, Requests: v1.ResourceList{v1.ResourceName(res): q},
+		}}}},
+	}
+}
+
+const res = "example.com/dev"
+
+func TestAllocationFromRegistrationToRestart(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, dir)
+	p := startFakePlugin(t, dir, "p.sock", &pluginapi.DevicePluginOptions{PreStartRequired: true, GetPreferredAllocationAvailable: true})
+	if err := register(h.m, res, "p.sock", pluginapi.Version); err != nil {
+		t.Fatal(err)
+	}
+	p.lists <- []*pluginapi.Device{dev("d1", pluginapi.Healthy), dev("d2", pluginapi.Healthy), dev("d3", pluginapi.Unhealthy)}
+	h.capacityIs(t, res, 3, 2)
+
+	a := podAsking("a", res, 1)
+	h.active = []*v1.Pod{a}
+	if ok, reason, msg := h.m.Admit(a); !ok {
+		t.Fatalf("Admit refused: %s %s", reason, msg)
+	}
+	// The plugin prefers the last available device.
+	o, err := h.m.ContainerOptions(context.Background(), a, &a.Spec.Containers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.Envs) != 1 || o.Envs[0] != (KeyValue{"DEVICES", "d2"}) {
+		t.Fatalf("run options = %+v, want DEVICES=d2", o)
+	}
+	p.mu.Lock()
+	if len(p.preStarts) != 1 || p.preStarts[0][0] != "d2" {
+		t.Errorf("PreStartContainer calls = %v", p.preStarts)
+	}
+	p.mu.Unlock()
+
+	// Two more do not fit: d3 is unhealthy.
+	b := podAsking("b", res, 2)
+	h.active = []*v1.Pod{a, b}
+	ok, reason, msg := h.m.Admit(b)
+	if ok || reason != ReasonUnexpectedAdmissionError || !strings.Contains(msg, "requested number of devices unavailable for example.com/dev. Requested: 2, Available: 1") {
+		t.Fatalf("Admit(b) = %v %q %q", ok, reason, msg)
+	}
+	if got := h.m.ContainerDevices("b", "c"); len(got) != 0 {
+		t.Errorf("refused pod holds %v", got)
+	}
+
+	// A restarted manager finds the assignment in the checkpoint.
+	h.stop()
+	h2 := newHarness(t, dir)
+	got := h2.m.ContainerDevices("a", "c")
+	if len(got) != 1 || got[0].DeviceIds[0] != "d2" || got[0].ResourceName != res {
+		t.Fatalf("after restart a holds %v", got)
+	}
+	// The plugin's socket was removed at start, as upstream does, so the
+	// plugin registers again; until then nothing is allocatable.
+	if _, err := os.Stat(p.socket); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("stale plugin socket left: %v", err)
+	}
+	h2.capacityIs(t, res, 0, 0)
+	entries, registered, err := checkpoint.Read(dir)
+	if err != nil || len(entries) != 1 || entries[0].PodUID != "a" || len(registered[res]) != 2 {
+		t.Errorf("checkpoint = %v %v %v", entries, registered, err)
+	}
+
+	// A pod that has finished frees its devices at the next allocation.
+	p2 := startFakePlugin(t, dir, "p2.sock", &pluginapi.DevicePluginOptions{})
+	if err := register(h2.m, res, "p2.sock", pluginapi.Version); err != nil {
+		t.Fatal(err)
+	}
+	p2.lists <- []*pluginapi.Device{dev("d1", pluginapi.Healthy), dev("d2", pluginapi.Healthy)}
+	h2.capacityIs(t, res, 2, 2)
+	c := podAsking("c", res, 2)
+	h2.active = []*v1.Pod{c}
+	if ok, reason, msg := h2.m.Admit(c); !ok {
+		t.Fatalf("Admit(c) refused: %s %s", reason, msg)
+	}
+	if got := h2.m.ContainerDevices("a", "c"); len(got) != 0 {
+		t.Errorf("a finished but holds %v", got)
+	}
+}
+
+func TestPluginFaults(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, dir)
+	p := startFakePlugin(t, dir, "p.sock", &pluginapi.DevicePluginOptions{})
+	if err := register(h.m, res, "p.sock", pluginapi.Version); err != nil {
+		t.Fatal(err)
+	}
+	// Garbage in the list: the good devices are kept.
+	p.lists <- []*pluginapi.Device{dev("d1", pluginapi.Healthy), dev("", pluginapi.Healthy), dev("d1", pluginapi.Healthy), dev("d2", "??"), nil}
+	h.capacityIs(t, res, 1, 1)
+	// 10,000 devices.
+	many := make([]*pluginapi.Device, 10000)
+	for i := range many {
+		many[i] = dev(fmt.Sprintf("d%d", i), pluginapi.Healthy)
+	}
+	p.lists <- many
+	h.capacityIs(t, res, 10000, 10000)
+
+	refused := func(name, want string) {
+		t.Helper()
+		pod := podAsking(name, res, 1)
+		h.active = []*v1.Pod{pod}
+		ok, reason, msg := h.m.Admit(pod)
+		if ok || reason != ReasonUnexpectedAdmissionError || !strings.Contains(msg, want) {
+			t.Errorf("Admit(%s) = %v %q %q, want a refusal naming %q", name, ok, reason, msg, want)
+		}
+		if got := h.m.ContainerDevices(name, "c"); len(got) != 0 {
+			t.Errorf("%s was refused but holds %v", name, got)
+		}
+	}
+	p.allocate = func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+		return nil, errors.New("device on fire")
+	}
+	refused("fails", "device on fire")
+	p.allocate = func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+		return &pluginapi.AllocateResponse{}, nil
+	}
+	refused("empty", "no containers return in allocation response")
+	p.allocate = func(*pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+		return &pluginapi.AllocateResponse{ContainerResponses: []*pluginapi.ContainerAllocateResponse{{Mounts: []*pluginapi.Mount{{ContainerPath: "rel", HostPath: "/x"}}}}}, nil
+	}
+	refused("garbage", "invalid Allocate answer")
+
+	// A second registration of the resource replaces the first, whose
+	// stream is closed.
+	p2 := startFakePlugin(t, dir, "p2.sock", &pluginapi.DevicePluginOptions{})
+	if err := register(h.m, res, "p2.sock", pluginapi.Version); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.streamEnd:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the replaced plugin's stream was not closed")
+	}
+	p2.lists <- []*pluginapi.Device{dev("x", pluginapi.Healthy)}
+	h.capacityIs(t, res, 1, 1)
+	// The old plugin's going changes nothing.
+	p.srv.Stop()
+	h.capacityIs(t, res, 1, 1)
+
+	// The plugin dies: nothing allocatable, capacity kept for the grace
+	// period, then 0.
+	p2.srv.Stop()
+	h.capacityIs(t, res, 1, 0)
+	refused("after", "no healthy devices present")
+	h.clock.Step(DefaultGracePeriod)
+	h.capacityIs(t, res, 0, 0)
+	h.capacityIs(t, res, 0, 0) // and stays reported at 0
+}
+
+func TestRegistrationIsChecked(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, dir)
+	for _, tc := range []struct{ res, endpoint, version, want string }{
+		{res, "p.sock", "v1alpha", "not supported"},
+		{"cpu", "p.sock", pluginapi.Version, "invalid"},
+		{"kubernetes.io/gpu", "p.sock", pluginapi.Version, "invalid"},
+		{res, "../p.sock", pluginapi.Version, "not the name of a socket"},
+		{res, "absent.sock", pluginapi.Version, "absent.sock"},
+	} {
+		err := register(h.m, tc.res, tc.endpoint, tc.version)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Register(%s, %s, %s) = %v, want %q", tc.res, tc.endpoint, tc.version, err, tc.want)
+		}
+	}
+	if c, _ := h.m.Capacity(); len(c) != 0 {
+		t.Errorf("refused registrations left resources: %v", c)
+	}
+}
