@@ -14,6 +14,9 @@
 #   nonewprivs   the nonewprivs test image's binary (test/images/nonewprivs)
 #   sample-device-plugin  upstream's sample device plugin
 #                (test/images/sample-device-plugin: example.com/resource, 2 devices)
+#   dra-test-driver  upstream's DRA test driver (test/e2e/dra/test-driver); its
+#                `kubelet-plugin` subcommand is a DRA kubelet plugin that publishes
+#                its node's ResourceSlice and writes CDI specs on NodePrepareResources
 #   csi-mock     upstream's mock CSI driver (test/e2e/storage/drivers/csi-test/mock)
 #                as a node plugin with a registration socket: hack/csi-mock/main.go,
 #                harness glue built inside the wrapper module
@@ -37,6 +40,7 @@ pkg() {
     ginkgo) echo "github.com/onsi/ginkgo/v2/ginkgo" ;;
     agnhost | nonewprivs | sample-device-plugin) echo "k8s.io/kubernetes/test/images/$1" ;;
     csi-mock) echo "upstreamwrapper/csimock" ;;
+    dra-test-driver) echo "k8s.io/kubernetes/test/e2e/dra/test-driver" ;;
     *) echo "build-upstream.sh: unknown target '$1' (see the header of hack/build-upstream.sh)" >&2; return 1 ;;
   esac
 }
@@ -85,6 +89,7 @@ import (
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/images/nonewprivs"
 	_ "k8s.io/kubernetes/test/images/sample-device-plugin"
+	_ "k8s.io/kubernetes/test/e2e/dra/test-driver"
 	_ "k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/mock/service"
 	_ "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )

@@ -66,11 +66,13 @@ if wants e2e || wants conformance; then
   export GOKUBELET_UPSTREAM_KUBELET=$UPSTREAM_CACHE/$KUBE_VERSION/bin/kubelet
   KUBE_VERSION=$KUBE_PREVIOUS_VERSION hack/build-upstream.sh kubelet
   export GOKUBELET_UPSTREAM_KUBELET_PREVIOUS=$UPSTREAM_CACHE/$KUBE_PREVIOUS_VERSION/bin/kubelet
-  stage "upstream's mock CSI driver and sample device plugin $KUBE_VERSION for the plugin tests (the first run builds it: minutes; cached after)"
+  stage "upstream's mock CSI driver, sample device plugin and DRA test driver $KUBE_VERSION for the plugin tests (the first run builds them: minutes; cached after)"
   hack/build-upstream.sh csi-mock
   export GOKUBELET_CSI_MOCK=$UPSTREAM_CACHE/$KUBE_VERSION/bin/csi-mock
   hack/build-upstream.sh sample-device-plugin
   export GOKUBELET_SAMPLE_DEVICE_PLUGIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin/sample-device-plugin
+  hack/build-upstream.sh dra-test-driver
+  export GOKUBELET_DRA_TEST_DRIVER=$UPSTREAM_CACHE/$KUBE_VERSION/bin/dra-test-driver
 fi
 
 status=0
