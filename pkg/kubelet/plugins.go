@@ -3,9 +3,10 @@ package kubelet
 // The node's plugin surface (pkg/plugins): one registration manager for
 // every plugin that registers through a socket in
 // <root-dir>/plugins_registry, and a handler per kind of plugin behind it:
-// CSI drivers (pkg/plugins/csi) and device plugins (pkg/plugins/devices,
-// which also serve their own Registration socket in
-// /var/lib/kubelet/device-plugins, as the device plugin API fixes it).
+// CSI drivers (pkg/plugins/csi), DRA drivers (pkg/plugins/dra) and device
+// plugins (pkg/plugins/devices, which also serve their own Registration
+// socket in /var/lib/kubelet/device-plugins, as the device plugin API
+// fixes it).
 // Beside them, the pod-resources API (pkg/podresources) that monitoring
 // agents read.
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/plugins/csi"
 	"github.com/gokubelet/kubelet/pkg/plugins/devices"
+	"github.com/gokubelet/kubelet/pkg/plugins/dra"
 	"github.com/gokubelet/kubelet/pkg/plugins/registration"
 	"github.com/gokubelet/kubelet/pkg/podresources"
 	"github.com/gokubelet/kubelet/pkg/runnable"
@@ -31,6 +33,7 @@ type nodePlugins struct {
 	manager      *registration.Manager
 	csi          *csi.Drivers
 	devices      *devices.Manager
+	dra          *dra.Manager
 	podResources *podresources.Server
 }
 
@@ -45,23 +48,30 @@ type pluginDeps struct {
 	// devices are the device manager's options: the node's active pods,
 	// whether all pod sources are seen, the Node status trigger, events.
 	devices devices.Options
+	// dra are the DRA manager's (the same pods and sources).
+	dra dra.Options
 }
 
 // newPlugins builds the node's plugin surface.
 func newPlugins(d pluginDeps) *nodePlugins {
 	drivers := csi.New(csi.Options{NodeName: d.nodeName, Client: d.client})
 	dev := devices.New(d.devices)
+	d.dra.RootDir, d.dra.NodeName, d.dra.Client = d.rootDir, d.nodeName, d.client
+	claims := dra.New(d.dra)
 	return &nodePlugins{
 		csi:     drivers,
 		devices: dev,
+		dra:     claims,
 		podResources: podresources.New(d.rootDir, d.pods, podresources.Assignments{
 			Devices:            dev.ContainerDevices,
 			AllocatableDevices: dev.AllocatableDevices,
+			DynamicResources:   claims.DynamicResources,
 		}),
 		manager: &registration.Manager{
 			Dir: filepath.Join(d.rootDir, registration.DirName),
 			Handlers: map[string]registration.Handler{
 				csi.PluginType:     drivers,
+				dra.PluginType:     claims,
 				devices.PluginType: dev,
 			},
 		},
@@ -73,17 +83,23 @@ func newPlugins(d pluginDeps) *nodePlugins {
 func (p *nodePlugins) addTo(st *runnable.Stage) {
 	st.Add("csinode", p.csi)
 	st.Add("device-plugins", p.devices)
+	st.Add("dra", p.dra)
 	st.Add("plugin-registration", p.manager)
 	st.Add("pod-resources", p.podResources)
 }
 
-// containerOptions hands what a container's device plugins returned to
-// CRI.
+// containerOptions hands what a container's device plugins returned, and
+// the CDI devices of its DRA claims, to CRI.
 func (p *nodePlugins) containerOptions(ctx context.Context, pod *v1.Pod, c *v1.Container) (kuberuntime.ContainerOptions, error) {
 	o, err := p.devices.ContainerOptions(ctx, pod, c)
 	if err != nil {
 		return kuberuntime.ContainerOptions{}, err
 	}
+	claimed, err := p.dra.CDIDevices(pod, c)
+	if err != nil {
+		return kuberuntime.ContainerOptions{}, err
+	}
+	o.CDIDevices = append(o.CDIDevices, claimed...)
 	var out kuberuntime.ContainerOptions
 	for _, e := range o.Envs {
 		out.PluginEnv = append(out.PluginEnv, &runtimeapi.KeyValue{Key: e.Key, Value: []byte(e.Value)})

@@ -126,7 +126,7 @@ var podSpecFields = map[string]fieldStatus{
 	"PodSpec.SchedulingGates":               apiOnly("the scheduler does not bind a pod until its gates are removed"),
 	"PodSpec.SchedulingGroup":               apiOnly("the scheduler's gang and workload scheduling (1.36+)"),
 	"PodSpec.EvictionResponders":            apiOnly("the Eviction request API's responders (alpha, 1.37); the upstream kubelet reads none of it"),
-	"PodSpec.ResourceClaims":                refused("pkg/runtime/kuberuntime.RefusedPodResourceClaims"),
+	"PodSpec.ResourceClaims":                implemented("pkg/plugins/dra"),
 	"PodSpec.Resources":                     implemented("pkg/runtime/cgroups"),
 	"PodSpec.HostnameOverride":              implemented("pkg/pod/dns"),
 

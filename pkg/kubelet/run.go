@@ -26,6 +26,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
 	"github.com/gokubelet/kubelet/pkg/plugins/devices"
+	"github.com/gokubelet/kubelet/pkg/plugins/dra"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -157,6 +158,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 			Recorder:     core.Recorder(),
 			NodeRef:      core.NodeRef(),
 		},
+		dra: dra.Options{
+			ActivePods:   func() []*v1.Pod { return eng.UnfinishedPods() },
+			SourcesReady: func() bool { return seenAllSources() },
+		},
 	})
 	volumes = volume.New(volume.Options{
 		RootDir:         s.RootDir,
@@ -219,6 +224,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		MaxParallelImagePulls: int(deref(cfg.MaxParallelImagePulls)),
 		Mounts:                volumes.ContainerMounts,
 		ContainerOptions:      plugins.containerOptions,
+		PrepareResources:      plugins.dra.PrepareResources,
 		Liveness: func(uid types.UID, name, containerID string) (bool, string) {
 			return probes.Liveness(uid, name, containerID)
 		},
@@ -288,6 +294,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	// Device allocation is admission's last check before the fit, as
 	// upstream orders it.
 	eng.AddAdmitHandler(plugins.devices.Admit)
+	eng.AddReleaser(plugins.dra.UnprepareResources)
 
 	// Virtual nodes beside the real one (virtual.go).
 	checks := eng.HealthChecks()

@@ -252,6 +252,12 @@ func (c *Core) PodsWithStatus() []*v1.Pod {
 	for _, p := range pods {
 		cp := p.DeepCopy()
 		if st, ok := c.status.GetPodStatus(p.UID); ok {
+			// The kubelet's status, with the fields others own kept
+			// (the claims the resource claim controller generated,
+			// the scheduler's nomination).
+			st.ResourceClaimStatuses = cp.Status.ResourceClaimStatuses
+			st.ExtendedResourceClaimStatus = cp.Status.ExtendedResourceClaimStatus
+			st.NominatedNodeName = cp.Status.NominatedNodeName
 			cp.Status = st
 		}
 		out = append(out, cp)

@@ -128,6 +128,7 @@ type Engine struct {
 	reasons       reasonCache
 	admission     admissionCache
 	admitHandlers []AdmitFunc
+	releasers     []ReleaseFunc
 	security      SecurityAdmission
 	observer      Observer
 	features      features.Gates

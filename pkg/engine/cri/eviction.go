@@ -17,6 +17,14 @@ import (
 // manager's kill and cleanup checks, the garbage collectors' view of the
 // pods, and extra admission checks (pressure).
 
+// ReleaseFunc releases what a stopped pod holds beside its volumes (its
+// DRA claims); an error makes the pod's termination be retried.
+type ReleaseFunc func(ctx context.Context, uid types.UID) error
+
+// AddReleaser adds a ReleaseFunc, run when a pod has stopped. Call it
+// before the engine runs.
+func (e *Engine) AddReleaser(f ReleaseFunc) { e.releasers = append(e.releasers, f) }
+
 // AdmitFunc is an admission check run before the resource fit: false
 // refuses the pod with reason and message.
 type AdmitFunc func(pod *v1.Pod) (admit bool, reason, message string)

@@ -108,6 +108,11 @@ func (e *Engine) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.P
 	if err := e.releaseVolumes(ctx, uid); err != nil {
 		return err
 	}
+	for _, release := range e.releasers {
+		if err := release(ctx, uid); err != nil {
+			return err
+		}
+	}
 	if !removed {
 		return nil
 	}

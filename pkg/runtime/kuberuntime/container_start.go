@@ -29,6 +29,9 @@ const (
 	ReasonCreatePodSandboxError      = "CreatePodSandboxError"
 	ReasonKillPodSandboxError        = "KillPodSandboxError"
 	ReasonKillContainerError         = "KillContainerError"
+	// ReasonContainerCreating: the pod's sandbox is not created yet
+	// because its resources are being prepared.
+	ReasonContainerCreating = "ContainerCreating"
 	// ReasonPostStartHookError: the postStart hook failed and the
 	// container was killed.
 	ReasonPostStartHookError = "PostStartHookError"
@@ -44,6 +47,9 @@ const (
 	EventSandboxChanged = "SandboxChanged"
 	EventFailedSandbox  = "FailedCreatePodSandBox"
 	EventFailedKillPod  = "FailedKillPod"
+	// EventFailedPrepareDynamicResources: a pod's ResourceClaims could
+	// not be prepared (upstream's reason).
+	EventFailedPrepareDynamicResources = "FailedPrepareDynamicResources"
 )
 
 // PodDir is the pod's directory under the kubelet's root: its hosts file,

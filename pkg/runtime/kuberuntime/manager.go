@@ -106,6 +106,13 @@ type Options struct {
 	// created.
 	ContainerOptions ContainerOptionsFunc
 
+	// PrepareResources, when set, is called before a pod's sandbox is
+	// created (DRA: the pod's ResourceClaims are prepared). An error
+	// leaves the pod waiting, its containers ContainerCreating with the
+	// error as message, and an event FailedPrepareDynamicResources. When
+	// it is not set, pods with ResourceClaims are refused with a reason.
+	PrepareResources func(ctx context.Context, pod *v1.Pod) error
+
 	// Mounts gives each container's volume mounts (the volume manager's
 	// ContainerMounts). Without it, a container with volumeMounts waits
 	// with CreateContainerConfigError.

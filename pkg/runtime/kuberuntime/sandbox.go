@@ -33,7 +33,7 @@ func (m *Manager) SandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSan
 // report when the sandbox is created. An error is a pod spec this node
 // cannot run as asked.
 func (m *Manager) sandboxConfig(pod *v1.Pod, attempt uint32) (*runtimeapi.PodSandboxConfig, []dns.Warning, error) {
-	if err := unsupportedFields(pod); err != nil {
+	if err := unsupportedFields(pod, m.opts.PrepareResources != nil); err != nil {
 		return nil, nil, err
 	}
 	logDir := PodLogDir(m.opts.PodLogsDir, pod.Namespace, pod.Name, string(pod.UID))
@@ -104,6 +104,15 @@ type sandboxConfigError struct{ err error }
 func (e sandboxConfigError) Error() string { return e.err.Error() }
 func (e sandboxConfigError) Unwrap() error { return e.err }
 
+// prepareResourcesError is a pod whose resources (DRA claims) could not be
+// prepared yet: it waits, and is retried.
+type prepareResourcesError struct{ err error }
+
+func (e prepareResourcesError) Error() string {
+	return "Failed to prepare dynamic resources: " + e.err.Error()
+}
+func (e prepareResourcesError) Unwrap() error { return e.err }
+
 // runtimeHandler resolves the pod's RuntimeClass to its CRI handler ("" for
 // none); only pods naming a RuntimeClass cost a lookup.
 func (m *Manager) runtimeHandler(ctx context.Context, pod *v1.Pod) (string, error) {
@@ -123,6 +132,11 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 	cfg, warns, err := m.sandboxConfig(pod, attempt)
 	if err != nil {
 		return "", nil, nil, sandboxConfigError{err}
+	}
+	if m.opts.PrepareResources != nil {
+		if err := m.opts.PrepareResources(ctx, pod); err != nil {
+			return "", nil, nil, prepareResourcesError{err}
+		}
 	}
 	handler, err := m.runtimeHandler(ctx, pod)
 	if err != nil {

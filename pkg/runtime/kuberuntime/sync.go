@@ -103,6 +103,21 @@ func (m *Manager) SyncPod(ctx context.Context, pod *v1.Pod, status *container.Po
 	if a.CreateSandbox {
 		id, cfg, ips, err := m.createSandbox(ctx, pod, a.Attempt)
 		step := container.StepResult{Action: container.ActionCreateSandbox, Err: err}
+		var prepErr prepareResourcesError
+		if errors.As(err, &prepErr) {
+			// The pod's resources are not ready (a claim not reserved
+			// yet, a driver not registered or failing): its containers
+			// wait in ContainerCreating, saying why, and it is retried.
+			m.opts.Recorder.Eventf(images.ContainerRef(pod, nil), v1.EventTypeWarning, EventFailedPrepareDynamicResources, "%v", err)
+			logger.Info("Pod resources not prepared", "err", err)
+			step.Reason, step.Message = ReasonContainerCreating, err.Error()
+			add(step)
+			for _, s := range append(append([]ContainerToStart{}, a.InitContainersToStart...), a.ContainersToStart...) {
+				add(container.StepResult{Action: container.ActionCreateSandbox, Container: s.Name, Err: err,
+					Reason: ReasonContainerCreating, Message: err.Error()})
+			}
+			return res
+		}
 		if err != nil {
 			step.Reason, step.Message = ReasonCreatePodSandboxError, err.Error()
 			m.opts.Recorder.Eventf(images.ContainerRef(pod, nil), v1.EventTypeWarning, EventFailedSandbox, "Failed to create pod sandbox: %v", err)

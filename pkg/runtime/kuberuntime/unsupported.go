@@ -28,17 +28,17 @@ const (
 )
 
 // unsupportedFields names the fields of pod that ask for something this
-// kubelet cannot do, so the pod waits with a reason and an event naming
+// kubelet cannot do (resource claims: when it has no DRA manager), so the pod waits with a reason and an event naming
 // them (as a sandboxConfigError) instead of running without it. Fields
 // handled elsewhere with their own reason (volume types, hostUsers,
 // AppArmor, supplementalGroupsPolicy) are not repeated here.
-func unsupportedFields(pod *v1.Pod) error {
+func unsupportedFields(pod *v1.Pod, dra bool) error {
 	var out []string
-	if len(pod.Spec.ResourceClaims) > 0 {
+	if len(pod.Spec.ResourceClaims) > 0 && !dra {
 		out = append(out, RefusedPodResourceClaims)
 	}
 	check := func(path string, c *v1.Container) {
-		if len(c.Resources.Claims) > 0 {
+		if len(c.Resources.Claims) > 0 && !dra {
 			out = append(out, path+RefusedContainerResourceClaims)
 		}
 		for j, r := range c.RestartPolicyRules {

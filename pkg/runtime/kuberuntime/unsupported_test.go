@@ -12,7 +12,7 @@ import (
 
 func TestUnsupportedFields(t *testing.T) {
 	plain := &v1.Pod{Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c", Image: "i"}}}}
-	if err := unsupportedFields(plain); err != nil {
+	if err := unsupportedFields(plain, false); err != nil {
 		t.Errorf("plain pod: %v", err)
 	}
 	// Implemented: a container's own restart policy and Restart rules, and
@@ -22,7 +22,7 @@ func TestUnsupportedFields(t *testing.T) {
 	implemented.Spec.Containers[0].RestartPolicy = ptr.To(v1.ContainerRestartPolicyNever)
 	implemented.Spec.Containers[0].RestartPolicyRules = []v1.ContainerRestartRule{{Action: v1.ContainerRestartRuleActionRestart,
 		ExitCodes: &v1.ContainerRestartRuleOnExitCodes{Operator: v1.ContainerRestartRuleOnExitCodesOpIn, Values: []int32{42}}}}
-	if err := unsupportedFields(implemented); err != nil {
+	if err := unsupportedFields(implemented, false); err != nil {
 		t.Errorf("restart rules and hostnameOverride: %v", err)
 	}
 	for name, tc := range map[string]struct {
@@ -47,7 +47,7 @@ func TestUnsupportedFields(t *testing.T) {
 	} {
 		p := plain.DeepCopy()
 		tc.mutate(p)
-		err := unsupportedFields(p)
+		err := unsupportedFields(p, false)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error naming %s", name, err, tc.want)
 		}

@@ -1,0 +1,206 @@
+package dra
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
+)
+
+// fakeDriver is a DRA driver for unit tests: it prepares every claim with
+// one device whose CDI ID names the claim.
+type fakeDriver struct {
+	drapb.UnimplementedDRAPluginServer
+	mu         sync.Mutex
+	prepared   []string
+	unprepared []string
+	hang       bool
+}
+
+func (d *fakeDriver) NodePrepareResources(ctx context.Context, r *drapb.NodePrepareResourcesRequest) (*drapb.NodePrepareResourcesResponse, error) {
+	if d.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := &drapb.NodePrepareResourcesResponse{Claims: map[string]*drapb.NodePrepareResourceResponse{}}
+	for _, c := range r.Claims {
+		d.prepared = append(d.prepared, c.Name)
+		out.Claims[c.Uid] = &drapb.NodePrepareResourceResponse{Devices: []*drapb.Device{{PoolName: "p", DeviceName: "dev", CdiDeviceIds: []string{"drv.example.com/dev=" + c.Name}}}}
+	}
+	return out, nil
+}
+
+func (d *fakeDriver) NodeUnprepareResources(_ context.Context, r *drapb.NodeUnprepareResourcesRequest) (*drapb.NodeUnprepareResourcesResponse, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := &drapb.NodeUnprepareResourcesResponse{Claims: map[string]*drapb.NodeUnprepareResourceResponse{}}
+	for _, c := range r.Claims {
+		d.unprepared = append(d.unprepared, c.Name)
+		out.Claims[c.Uid] = &drapb.NodeUnprepareResourceResponse{}
+	}
+	return out, nil
+}
+
+func serveDriver(t *testing.T, dir string) (*fakeDriver, string) {
+	t.Helper()
+	d := &fakeDriver{}
+	sock := filepath.Join(dir, "drv.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	drapb.RegisterDRAPluginServer(s, d)
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+	return d, sock
+}
+
+const drv = "drv.example.com"
+
+func allocatedClaim(name string, reservedFor ...*v1.Pod) *resourceapi.ResourceClaim {
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
+	c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{Request: "r", Driver: drv, Pool: "p", Device: "dev"}}}}
+	for _, p := range reservedFor {
+		c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: p.Name, UID: p.UID})
+	}
+	return c
+}
+
+func podUsing(name, claimName string) *v1.Pod {
+	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)}}
+	p.Spec.ResourceClaims = []v1.PodResourceClaim{{Name: "c", ResourceClaimName: &claimName}}
+	p.Spec.Containers = []v1.Container{{Name: "main", Resources: v1.ResourceRequirements{Claims: []v1.ResourceClaim{{Name: "c"}}}}}
+	return p
+}
+
+func TestPrepareAndUnprepareASharedClaim(t *testing.T) {
+	dir := t.TempDir()
+	d, sock := serveDriver(t, dir)
+	a, b := podUsing("a", "shared"), podUsing("b", "shared")
+	client := fake.NewSimpleClientset(allocatedClaim("shared", a, b))
+	m := New(Options{RootDir: dir, NodeName: "n", Client: client, WipingDelay: 10 * time.Millisecond})
+	ctx := context.Background()
+
+	// The driver is not registered yet: the pod waits, saying so.
+	if err := m.PrepareResources(ctx, a); err == nil || !strings.Contains(err.Error(), "DRA driver drv.example.com is not registered") {
+		t.Fatalf("PrepareResources without the driver = %v", err)
+	}
+	if err := m.ValidatePlugin(drv, sock, []string{"v1beta1.DRAPlugin"}); err == nil {
+		t.Error("a driver without v1.DRAPlugin was accepted")
+	}
+	if err := m.ValidatePlugin(drv, sock, []string{drapb.DRAPluginService}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.RegisterPlugin(ctx, drv, sock, []string{drapb.DRAPluginService}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*v1.Pod{a, b} {
+		if err := m.PrepareResources(ctx, p); err != nil {
+			t.Fatalf("PrepareResources(%s): %v", p.Name, err)
+		}
+	}
+	if len(d.prepared) != 1 {
+		t.Errorf("the shared claim was prepared %d times, want once", len(d.prepared))
+	}
+	cdi, err := m.CDIDevices(a, &a.Spec.Containers[0])
+	if err != nil || strings.Join(cdi, ",") != "drv.example.com/dev=shared" {
+		t.Errorf("CDIDevices = %v, %v", cdi, err)
+	}
+	if dr := m.DynamicResources(a, "main"); len(dr) != 1 || dr[0].ClaimName != "shared" || dr[0].ClaimResources[0].CdiDevices[0].Name != "drv.example.com/dev=shared" {
+		t.Errorf("DynamicResources = %v", dr)
+	}
+
+	// A restarted manager knows the claim from the checkpoint.
+	m2 := New(Options{RootDir: dir, NodeName: "n", Client: client})
+	m2.restore(m2.logger())
+	if err := m2.RegisterPlugin(ctx, drv, sock, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cdi, err := m2.CDIDevices(b, &b.Spec.Containers[0]); err != nil || len(cdi) != 1 {
+		t.Errorf("after restart CDIDevices = %v, %v", cdi, err)
+	}
+
+	// The first pod's going keeps the claim; the last's unprepares it.
+	if err := m2.UnprepareResources(ctx, a.UID); err != nil || len(d.unprepared) != 0 {
+		t.Fatalf("unprepare with a pod left = %v, %v", err, d.unprepared)
+	}
+	if err := m2.UnprepareResources(ctx, b.UID); err != nil || strings.Join(d.unprepared, ",") != "shared" {
+		t.Fatalf("unprepare of the last pod = %v, %v", err, d.unprepared)
+	}
+	if _, err := m2.CDIDevices(b, &b.Spec.Containers[0]); err == nil {
+		t.Error("an unprepared claim still gives devices")
+	}
+
+	// The driver goes: its ResourceSlices on the node are deleted after
+	// the delay.
+	m.DeRegisterPlugin(ctx, drv, sock)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		deleted := false
+		for _, act := range client.Actions() {
+			if dc, ok := act.(k8stesting.DeleteCollectionAction); ok && act.GetResource().Resource == "resourceslices" {
+				sel := dc.GetListRestrictions().Fields.String()
+				deleted = strings.Contains(sel, "spec.nodeName=n") && strings.Contains(sel, "spec.driver="+drv)
+			}
+		}
+		if deleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ResourceSlices not deleted; actions %v", client.Actions())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestPrepareRefusesAndTimesOut(t *testing.T) {
+	dir := t.TempDir()
+	d, sock := serveDriver(t, dir)
+	a := podUsing("a", "notmine")
+	other := podUsing("other", "notmine")
+	unallocated := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: "ns"}}
+	client := fake.NewSimpleClientset(allocatedClaim("notmine", other), unallocated)
+	m := New(Options{RootDir: dir, NodeName: "n", Client: client})
+	ctx := context.Background()
+	if err := m.RegisterPlugin(ctx, drv, sock, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.PrepareResources(ctx, a); err == nil || !strings.Contains(err.Error(), "not reserved for the pod") {
+		t.Errorf("a claim reserved for another pod = %v", err)
+	}
+	if err := m.PrepareResources(ctx, podUsing("b", "pending")); err == nil || !strings.Contains(err.Error(), "not allocated") {
+		t.Errorf("an unallocated claim = %v", err)
+	}
+	if err := m.PrepareResources(ctx, podUsing("c", "absent")); err == nil || !strings.Contains(err.Error(), "fetch ResourceClaim absent") {
+		t.Errorf("a missing claim = %v", err)
+	}
+	// A driver that hangs: the call ends at the timeout, with the error.
+	old := callTimeout
+	callTimeout = 50 * time.Millisecond
+	defer func() { callTimeout = old }()
+	d.hang = true
+	if err := m.PrepareResources(ctx, other); err == nil || !strings.Contains(err.Error(), "DeadlineExceeded") {
+		t.Errorf("a hanging driver = %v", err)
+	}
+	if len(d.prepared) != 0 {
+		t.Errorf("prepared %v", d.prepared)
+	}
+	if err := New(Options{RootDir: dir}).PrepareResources(ctx, a); err == nil || !strings.Contains(err.Error(), "standalone") {
+		t.Errorf("standalone = %v", err)
+	}
+}
