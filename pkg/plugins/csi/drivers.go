@@ -59,6 +59,9 @@ type Driver struct {
 	conn    *grpc.ClientConn
 	// Node is the driver's CSI Node service.
 	Node csipb.NodeClient
+	// caps caches the Node service's capabilities (node.go).
+	capsOnce sync.Once
+	caps     *capsCache
 }
 
 // Drivers is the registry of the node's CSI drivers and the plugin
