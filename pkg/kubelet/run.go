@@ -36,6 +36,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
 	"github.com/gokubelet/kubelet/pkg/server"
 	"github.com/gokubelet/kubelet/pkg/volume"
+	volcsi "github.com/gokubelet/kubelet/pkg/volume/csi"
 )
 
 // Run assembles the node from the settings and runs it until ctx ends or a
@@ -141,8 +142,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	// Volumes: configMap, secret, projected and claim volumes need the API
 	// server (standalone, such pods wait with a reason).
 	var claims volume.ClaimGetter
+	var csiAPI volcsi.API
 	if clients != nil {
 		claims = volume.ClientClaims(clients.Kube)
+		csiAPI = volcsi.ClientAPI(clients.Kube)
 	}
 	// The plugin surface (plugins.go): its CSI drivers are known to the
 	// volumes; the pod-resources API lists the node's pods.
@@ -150,6 +153,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	volumes = volume.New(volume.Options{
 		RootDir:         s.RootDir,
 		CSIDrivers:      plugins.csi,
+		CSIAPI:          csiAPI,
+		NodeName:        s.NodeName,
 		Objects:         core.Objects(),
 		Tokens:          core.Tokens(),
 		Claims:          claims,
