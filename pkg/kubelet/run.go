@@ -165,6 +165,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Evict:           func(uid types.UID, msg string) { eng.Evict(uid, msg) },
 		RefreshPeriod:   cfg.SyncFrequency.Duration,
 	})
+	facts.volumes.Store(volumes)
 
 	podSpec, err := newPodSpecParts(ctx, cfg, s.RootDir, hostIPs, core, clients)
 	if err != nil {
@@ -351,6 +352,7 @@ type hostFacts struct {
 	rootDir   string
 	engine    atomic.Pointer[cri.Engine]
 	resources atomic.Pointer[nodeResources]
+	volumes   atomic.Pointer[volume.Manager]
 }
 
 func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
@@ -359,6 +361,9 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 		return nodestatus.Facts{}, err
 	}
 	f := nodestatus.HostFacts(h.cfg, m)
+	if vols := h.volumes.Load(); vols != nil {
+		f.VolumesInUse = vols.VolumesInUse()
+	}
 	eng := h.engine.Load()
 	if eng == nil {
 		f.Readiness = nodestatus.Readiness{Errors: []string{"container runtime not connected yet"}}
