@@ -20,6 +20,13 @@
 // a test sees what the kubelet asked for and in which order. With -attach
 // the mock wants the publish context an attacher would give ("device"):
 // the node can only stage and publish its volumes once they are attached.
+//
+// A panic in the mock's handler is answered with an Internal error (and
+// printed on stderr) instead of ending the process: the v1.37.2 mock's
+// NodePublishVolume dereferences a nil volume for every inline ephemeral
+// request (it looks the ephemeral volume up among its persistent ones), so
+// the kubelet's inline volumes meet a driver that fails them, not one that
+// vanishes.
 package main
 
 import (
@@ -36,6 +43,7 @@ import (
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/mock/service"
@@ -73,6 +81,17 @@ func listen(path string) net.Listener {
 
 var printMu sync.Mutex
 
+// recoverPanics answers a call whose handler panicked with Internal.
+func recoverPanics(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "csi-mock: %s panicked: %v\n", info.FullMethod, r)
+			resp, err = nil, status.Errorf(codes.Internal, "mock driver panicked in %s: %v", info.FullMethod, r)
+		}
+	}()
+	return handler(ctx, req)
+}
+
 // logNodeCalls prints each Node service call with its outcome.
 func logNodeCalls(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	resp, err := handler(ctx, req)
@@ -100,11 +119,11 @@ func main() {
 		os.Exit(2)
 	}
 	svc := service.New(service.Config{DriverName: *name, DisableAttach: !*attach, AttachLimit: *attachLimit, EnableTopology: *topology})
-	var opts []grpc.ServerOption
+	interceptors := []grpc.UnaryServerInterceptor{recoverPanics}
 	if *logCalls {
-		opts = append(opts, grpc.UnaryInterceptor(logNodeCalls))
+		interceptors = append([]grpc.UnaryServerInterceptor{logNodeCalls}, interceptors...)
 	}
-	drv := grpc.NewServer(opts...)
+	drv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(drv, svc)
 	csi.RegisterNodeServer(drv, svc)
 	csi.RegisterControllerServer(drv, svc)
