@@ -33,7 +33,7 @@ func createCSIDriver(t *testing.T, name string, spec storagev1.CSIDriverSpec) {
 
 // staticCSIClaim creates a PersistentVolume of driver with volumeHandle
 // handle and a claim in ns bound to it by name.
-func staticCSIClaim(t *testing.T, ns, claim, driver, handle string) string {
+func staticCSIClaim(t *testing.T, ns, claim, driver, handle string, mut ...func(*v1.CSIPersistentVolumeSource)) string {
 	t.Helper()
 	ctx := context.Background()
 	pvName := "e2e-csi-" + claim + "-" + ns
@@ -42,6 +42,9 @@ func staticCSIClaim(t *testing.T, ns, claim, driver, handle string) string {
 		StorageClassName: "", AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce}, Capacity: size,
 		PersistentVolumeReclaimPolicy: v1.PersistentVolumeReclaimRetain,
 		PersistentVolumeSource:        v1.PersistentVolumeSource{CSI: &v1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle}}}}
+	for _, f := range mut {
+		f(pv.Spec.CSI)
+	}
 	if _, err := client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -135,8 +138,9 @@ func gone(t *testing.T, what, path string) {
 
 // TestCSIVolumes: upstream's mock CSI driver on the real node. A static
 // CSI PersistentVolume is staged and published at upstream's paths with
-// upstream's volume context and its pod runs; deleting it unpublishes,
-// then unstages. An inline ephemeral volume is published with the pod's
+// upstream's volume context and its stage and publish secrets, and its
+// pod runs, across a kubelet restart; deleting it unpublishes, then
+// unstages. An inline ephemeral volume is published with the pod's
 // identity; the mock fails it (an upstream mock bug), so its pod waits
 // with the driver's error while the other pod runs. A driver that needs
 // attaching keeps its pod waiting, with a reason, until the volume's
@@ -150,6 +154,14 @@ func TestCSIVolumes(t *testing.T) {
 	createCSIDriver(t, driver, storagev1.CSIDriverSpec{AttachRequired: ptr.To(false), PodInfoOnMount: ptr.To(true),
 		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent, storagev1.VolumeLifecycleEphemeral}})
 	ns := namespace(t)
+	// Secrets the volumes name: the kubelet reads them as the node (the
+	// Node authorizer allows what its pods' volumes reference).
+	for name, val := range map[string]string{"inline-creds": "i", "stage-creds": "s", "publish-creds": "p"} {
+		if _, err := client.CoreV1().Secrets(ns).Create(ctx, &v1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
+			StringData: map[string]string{"key": val}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// An inline ephemeral volume: the kubelet publishes it straight to
 	// the pod, with the pod's identity in the volume context. The v1.37.2
@@ -159,7 +171,7 @@ func TestCSIVolumes(t *testing.T) {
 	// event says so, nothing is left on disk, and the driver's failure
 	// touches no other pod (the claimed pod below runs).
 	inline := createPod(t, ns, volumePod("inline", v1.VolumeSource{CSI: &v1.CSIVolumeSource{Driver: driver,
-		VolumeAttributes: map[string]string{"purpose": "e2e"}}}))
+		VolumeAttributes: map[string]string{"purpose": "e2e"}, NodePublishSecretRef: &v1.LocalObjectReference{Name: "inline-creds"}}}))
 	inlineDir := filepath.Join(rootDir, "pods", string(inline.UID), "volumes", "kubernetes.io~csi", "data")
 	var req map[string]any
 	framework.Eventually(t, "the inline volume's NodePublishVolume", func() (bool, string) {
@@ -179,7 +191,7 @@ func TestCSIVolumes(t *testing.T) {
 			t.Errorf("inline publish: volume context %s=%q, want %q (%v)", k, vc[k], v, vc)
 		}
 	}
-	if req["volume_id"] != "csi-"+sha256Hex(string(inline.UID)+"data") || req["staging_target_path"] != nil {
+	if req["volume_id"] != "csi-"+sha256Hex(string(inline.UID)+"data") || req["staging_target_path"] != nil || strMap(req["secrets"])["key"] != "i" {
 		t.Errorf("inline publish request %v", req)
 	}
 	waitingFor(t, ns, "inline", "ContainerCreating", `CSI driver "`+driver+`": NodePublishVolume failed: mock driver panicked`, "(Internal)")
@@ -193,17 +205,21 @@ func TestCSIVolumes(t *testing.T) {
 
 	// A static PersistentVolume (the mock's volume "1"): staged, then
 	// published from the staging path.
-	pvName := staticCSIClaim(t, ns, "claim", driver, "1")
+	pvName := staticCSIClaim(t, ns, "claim", driver, "1", func(src *v1.CSIPersistentVolumeSource) {
+		src.NodeStageSecretRef = &v1.SecretReference{Namespace: ns, Name: "stage-creds"}
+		src.NodePublishSecretRef = &v1.SecretReference{Namespace: ns, Name: "publish-creds"}
+	})
 	claimed := createPod(t, ns, volumePod("claimed", claimSource("claim")))
 	waitPod(t, ns, "claimed", "running", running)
 	staging := filepath.Join(rootDir, "plugins", "kubernetes.io", "csi", driver, sha256Hex("1"), "globalmount")
 	stage := m.servedOK(t, "NodeStageVolume", "staging_target_path", staging)
-	if stage["volume_id"] != "1" {
+	if stage["volume_id"] != "1" || strMap(stage["secrets"])["key"] != "s" {
 		t.Errorf("stage request %v", stage)
 	}
 	claimedTarget := filepath.Join(rootDir, "pods", string(claimed.UID), "volumes", "kubernetes.io~csi", pvName, "mount")
 	pub := m.servedOK(t, "NodePublishVolume", "target_path", claimedTarget)
-	if pub["staging_target_path"] != staging || pub["volume_id"] != "1" || strMap(pub["volume_context"])["csi.storage.k8s.io/ephemeral"] != "false" {
+	if pub["staging_target_path"] != staging || pub["volume_id"] != "1" || strMap(pub["volume_context"])["csi.storage.k8s.io/ephemeral"] != "false" ||
+		strMap(pub["secrets"])["key"] != "p" {
 		t.Errorf("persistent publish request %v", pub)
 	}
 	if st, err := os.Stat(claimedTarget); err != nil || !st.IsDir() {
@@ -219,6 +235,15 @@ func TestCSIVolumes(t *testing.T) {
 		t.Errorf("staging vol_data.json %s, %v", b, err)
 	}
 	volume := "kubernetes.io/csi/" + driver + "^1"
+	inUse(t, nodeName, volume, true)
+
+	// A kubelet killed and started again finds the published volume on
+	// disk: it reports it in use, and tears it down when the pod goes.
+	kubelet.Kill9(t)
+	kubelet.Start(t)
+	node(t)
+	m.registered(t)
+	waitPod(t, ns, "claimed", "running after a kubelet restart", running)
 	inUse(t, nodeName, volume, true)
 
 	// Deleting the pods unpublishes both volumes, then unstages the
