@@ -402,15 +402,25 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	if err := subpath.CleanPod(dir); err != nil {
 		errs = append(errs, err)
 	}
-	// CSI volumes go through their drivers first (unpublish, unstage). One
-	// that cannot go keeps its directory, so the next try finds it; the
-	// pod's other volumes go anyway.
-	var csiErr error
-	if m.csi != nil && len(errs) == 0 {
-		csiErr = m.csi.TearDownPod(ctx, uid)
+	// CSI volumes go through their drivers first (unpublish, unstage),
+	// once no subPath mount holds them. One that cannot go keeps its
+	// directory, so the next try finds it; the pod's other volumes go
+	// anyway.
+	csiDone := m.csi == nil
+	if !csiDone && len(errs) == 0 {
+		if err := m.csi.TearDownPod(ctx, uid); err != nil {
+			errs = append(errs, err)
+		} else {
+			csiDone = true
+		}
 	}
-	if csiErr != nil {
-		errs = append(errs, csiErr)
+	if csiDone {
+		for _, d := range []string{"volumes", "plugins"} {
+			if err := hostfs.RemoveAll(filepath.Join(dir, d)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	} else {
 		entries, _ := os.ReadDir(filepath.Join(dir, "volumes"))
 		for _, e := range entries {
 			if e.Name() == volcsi.PodPluginDir {
@@ -422,12 +432,6 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 		}
 		if err := hostfs.RemoveAll(filepath.Join(dir, "plugins")); err != nil {
 			errs = append(errs, err)
-		}
-	} else {
-		for _, d := range []string{"volumes", "plugins"} {
-			if err := hostfs.RemoveAll(filepath.Join(dir, d)); err != nil {
-				errs = append(errs, err)
-			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
