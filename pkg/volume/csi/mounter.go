@@ -93,9 +93,13 @@ type Mounter struct {
 	// idempotent).
 	staged map[string]bool
 	// wanted are the persistent volumes of pods being set up or set up,
-	// by pod: the node reports them in use before they are published.
-	wanted map[types.UID]map[string]bool
+	// by pod and driver^handle: the node reports them in use before they
+	// are published, and a pod's tear-down unstages them even when its
+	// publish never started (a stage that timed out may have staged).
+	wanted map[types.UID]map[string]wantedVolume
 }
+
+type wantedVolume struct{ driver, handle string }
 
 type volumeLock struct {
 	sync.Mutex
@@ -104,7 +108,7 @@ type volumeLock struct {
 
 // New returns a Mounter.
 func New(o Options) *Mounter {
-	return &Mounter{opts: o, locks: map[string]*volumeLock{}, staged: map[string]bool{}, wanted: map[types.UID]map[string]bool{}}
+	return &Mounter{opts: o, locks: map[string]*volumeLock{}, staged: map[string]bool{}, wanted: map[types.UID]map[string]wantedVolume{}}
 }
 
 func (m *Mounter) lock(key string) func() {
@@ -162,7 +166,7 @@ func (m *Mounter) SetUp(ctx context.Context, v *Volume, o SetUpOptions) (SetUpRe
 	}
 	key := UniqueVolumeName(v.Driver, v.Handle)
 	if v.Mode() == storagev1.VolumeLifecyclePersistent {
-		m.want(v.Pod.UID, key)
+		m.want(v.Pod.UID, key, wantedVolume{v.Driver, v.Handle})
 	}
 	client, err := m.opts.Drivers.NodeClient(v.Driver)
 	if err != nil {
@@ -409,11 +413,7 @@ func removeVolumeDir(p string) error {
 func (m *Mounter) TearDownPod(ctx context.Context, uid types.UID) error {
 	dir := PodVolumesDir(m.podDir(uid))
 	entries, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		m.unwant(uid)
-		return nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	var errs []error
@@ -425,11 +425,37 @@ func (m *Mounter) TearDownPod(ctx context.Context, uid types.UID) error {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 {
-		m.unwant(uid)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	// Volumes the pod was being given but never published to it: a
+	// stage that failed uncertainly may have staged them.
+	for _, w := range m.wantedBy(uid) {
+		client, err := m.opts.Drivers.NodeClient(w.driver)
+		if err != nil {
+			if m.isStaged(w.driver, w.handle) {
+				errs = append(errs, fmt.Errorf("unstaging volume %q: %w", w.handle, err))
+			}
+			continue
+		}
+		if err := m.unstageIfUnused(ctx, client, w.driver, w.handle); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	m.unwant(uid)
+	if entries != nil {
 		_ = os.Remove(dir)
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// isStaged reports whether the volume's staging record is on disk.
+func (m *Mounter) isStaged(driver, handle string) bool {
+	_, err := os.Stat(filepath.Join(filepath.Dir(StagingPath(m.opts.RootDir, driver, handle)), VolDataFile))
+	return err == nil
 }
 
 func (m *Mounter) tearDown(ctx context.Context, volDir string) error {
@@ -474,8 +500,8 @@ func (m *Mounter) unstageIfUnused(ctx context.Context, client *plugincsi.NodeCli
 		return nil
 	}
 	staging := StagingPath(m.opts.RootDir, driver, handle)
-	if _, err := readVolData(filepath.Dir(staging)); errors.Is(err, os.ErrNotExist) {
-		// Not staged (the driver does not stage).
+	if !m.isStaged(driver, handle) {
+		// Not staged (the driver does not stage, or already unstaged).
 		m.forgetStaged(key)
 		return nil
 	}
@@ -524,13 +550,28 @@ func (m *Mounter) published() ([]Published, error) {
 	return out, nil
 }
 
-func (m *Mounter) want(uid types.UID, key string) {
+func (m *Mounter) want(uid types.UID, key string, w wantedVolume) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.wanted[uid] == nil {
-		m.wanted[uid] = map[string]bool{}
+		m.wanted[uid] = map[string]wantedVolume{}
 	}
-	m.wanted[uid][key] = true
+	m.wanted[uid][key] = w
+}
+
+// wantedBy lists the persistent volumes the pod was given or is being
+// given.
+func (m *Mounter) wantedBy(uid types.UID) []wantedVolume {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]wantedVolume, 0, len(m.wanted[uid]))
+	for _, w := range m.wanted[uid] {
+		out = append(out, w)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].driver+"^"+out[i].handle < out[j].driver+"^"+out[j].handle
+	})
+	return out
 }
 
 func (m *Mounter) unwant(uid types.UID) {

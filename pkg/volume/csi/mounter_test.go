@@ -374,6 +374,35 @@ func TestRefusedStage(t *testing.T) {
 	}
 }
 
+// A stage that timed out may have staged: the pod's tear-down unstages
+// the volume though it was never published.
+func TestUncertainStageUnstagedAtTearDown(t *testing.T) {
+	ctx := context.Background()
+	e := newMounterEnv(t, csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME)
+	e.csiDriver(func(s *storagev1.CSIDriverSpec) { s.AttachRequired = ptr.To(false) })
+	e.fake.Fail("NodeStageVolume", status.Error(codes.DeadlineExceeded, "slow disk"))
+	pod := mpod("uid-1")
+	if _, err := e.m.SetUp(ctx, Persistent(pod, "data", pvWith("vol-1", nil), false), first); err == nil {
+		t.Fatal("timed-out stage succeeded")
+	}
+	staging := StagingPath(e.root, driverName, "vol-1")
+	if !exists(filepath.Join(filepath.Dir(staging), VolDataFile)) {
+		t.Fatal("an uncertain stage lost its record")
+	}
+	if err := e.m.TearDownPod(ctx, pod.UID); err != nil {
+		t.Fatal(err)
+	}
+	if u, ok := e.fake.Last("NodeUnstageVolume").(*csipb.NodeUnstageVolumeRequest); !ok || u.GetStagingTargetPath() != staging {
+		t.Errorf("unstage %v", e.fake.Methods())
+	}
+	if e.fake.Last("NodeUnpublishVolume") != nil || exists(filepath.Dir(staging)) {
+		t.Errorf("calls %v; staging left: %v", e.fake.Methods(), exists(filepath.Dir(staging)))
+	}
+	if got := e.m.InUse(); len(got) != 0 {
+		t.Errorf("in use after tear-down: %v", got)
+	}
+}
+
 // Tear-down needs the driver: without it the volume stays (and stays in
 // use) and the error says why; once the driver is back it goes.
 func TestTearDownWaitsForTheDriver(t *testing.T) {
