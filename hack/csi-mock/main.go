@@ -11,23 +11,40 @@
 // ignore tag keeps it out of this repository's module).
 //
 //	csi-mock -endpoint /run/mock/csi.sock -registration /var/lib/kubelet/plugins_registry/mock-reg.sock \
-//	         -name io.kubernetes.storage.mock [-attach-limit N] [-topology]
+//	         -name io.kubernetes.storage.mock [-attach-limit N] [-topology] [-log-calls] [-attach]
 //
 // It prints "registered" or "registration refused: <reason>" on stdout when
 // the kubelet tells it the outcome, and serves until SIGTERM or SIGINT.
+// With -log-calls it also prints one line per CSI Node service call once
+// the driver answered it: "call <Method> <gRPC code> <request as JSON>", so
+// a test sees what the kubelet asked for and in which order. With -attach
+// the mock wants the publish context an attacher would give ("device"):
+// the node can only stage and publish its volumes once they are attached.
+//
+// A panic in the mock's handler is answered with an Internal error (and
+// printed on stderr) instead of ending the process: the v1.37.2 mock's
+// NodePublishVolume dereferences a nil volume for every inline ephemeral
+// request (it looks the ephemeral volume up among its persistent ones), so
+// the kubelet's inline volumes meet a driver that fails them, not one that
+// vanishes.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 	"k8s.io/kubernetes/test/e2e/storage/drivers/csi-test/mock/service"
 )
@@ -42,6 +59,8 @@ func (r *registrar) GetInfo(context.Context, *registerapi.InfoRequest) (*registe
 }
 
 func (r *registrar) NotifyRegistrationStatus(_ context.Context, s *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
+	printMu.Lock()
+	defer printMu.Unlock()
 	if s.PluginRegistered {
 		fmt.Println("registered")
 	} else {
@@ -60,19 +79,51 @@ func listen(path string) net.Listener {
 	return l
 }
 
+var printMu sync.Mutex
+
+// recoverPanics answers a call whose handler panicked with Internal.
+func recoverPanics(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fmt.Fprintf(os.Stderr, "csi-mock: %s panicked: %v\n", info.FullMethod, r)
+			resp, err = nil, status.Errorf(codes.Internal, "mock driver panicked in %s: %v", info.FullMethod, r)
+		}
+	}()
+	return handler(ctx, req)
+}
+
+// logNodeCalls prints each Node service call with its outcome.
+func logNodeCalls(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	const prefix = "/csi.v1.Node/"
+	if strings.HasPrefix(info.FullMethod, prefix) {
+		body, _ := json.Marshal(req)
+		printMu.Lock()
+		fmt.Printf("call %s %s %s\n", strings.TrimPrefix(info.FullMethod, prefix), status.Code(err), body)
+		printMu.Unlock()
+	}
+	return resp, err
+}
+
 func main() {
 	endpoint := flag.String("endpoint", "", "the driver's CSI socket")
 	registration := flag.String("registration", "", "the registration socket, in the kubelet's plugins_registry")
 	name := flag.String("name", service.Name, "the driver's name")
 	attachLimit := flag.Int64("attach-limit", 0, "NodeGetInfo's max_volumes_per_node")
 	topology := flag.Bool("topology", false, "report the mock's node topology segment")
+	logCalls := flag.Bool("log-calls", false, "print a line per CSI Node service call")
+	attach := flag.Bool("attach", false, "require the attacher's publish context (\"device\") to stage and publish")
 	flag.Parse()
 	if *endpoint == "" || *registration == "" {
 		fmt.Fprintln(os.Stderr, "csi-mock: -endpoint and -registration are required")
 		os.Exit(2)
 	}
-	svc := service.New(service.Config{DriverName: *name, DisableAttach: true, AttachLimit: *attachLimit, EnableTopology: *topology})
-	drv := grpc.NewServer()
+	svc := service.New(service.Config{DriverName: *name, DisableAttach: !*attach, AttachLimit: *attachLimit, EnableTopology: *topology})
+	interceptors := []grpc.UnaryServerInterceptor{recoverPanics}
+	if *logCalls {
+		interceptors = append([]grpc.UnaryServerInterceptor{logNodeCalls}, interceptors...)
+	}
+	drv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(drv, svc)
 	csi.RegisterNodeServer(drv, svc)
 	csi.RegisterControllerServer(drv, svc)

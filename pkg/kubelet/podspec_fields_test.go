@@ -172,7 +172,7 @@ var podSpecFields = map[string]fieldStatus{
 	"PodSecurityContext.FSGroupChangePolicy":      implemented("pkg/volume"),
 	"PodSecurityContext.SeccompProfile":           implemented("pkg/pod/securitycontext"),
 	"PodSecurityContext.AppArmorProfile":          implemented("pkg/pod/securitycontext"),
-	"PodSecurityContext.SELinuxChangePolicy":      inert("it only chooses how CSI volumes that support SELinux mount options are labelled; this node has no CSI volumes, and the runtime relabels the volumes it has recursively, as with Recursive"),
+	"PodSecurityContext.SELinuxChangePolicy":      inert("it only chooses how CSI volumes that support SELinux mount options are labelled; this node never passes an SELinux mount option to a CSI driver, and the runtime relabels the volumes it has recursively, as with Recursive"),
 
 	// SecurityContext
 	"SecurityContext.Capabilities":             implemented("pkg/pod/securitycontext"),
@@ -249,7 +249,7 @@ var podSpecFields = map[string]fieldStatus{
 	"VolumeSource.PortworxVolume":        refusedVolume(),
 	"VolumeSource.ScaleIO":               refusedVolume(),
 	"VolumeSource.StorageOS":             refusedVolume(),
-	"VolumeSource.CSI":                   refusedVolume(),
+	"VolumeSource.CSI":                   implemented("pkg/volume"),
 	"VolumeSource.Image":                 refusedVolume(),
 }
 

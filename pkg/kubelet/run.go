@@ -38,6 +38,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
 	"github.com/gokubelet/kubelet/pkg/server"
 	"github.com/gokubelet/kubelet/pkg/volume"
+	volcsi "github.com/gokubelet/kubelet/pkg/volume/csi"
 )
 
 // Run assembles the node from the settings and runs it until ctx ends or a
@@ -143,8 +144,10 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	// Volumes: configMap, secret, projected and claim volumes need the API
 	// server (standalone, such pods wait with a reason).
 	var claims volume.ClaimGetter
+	var csiAPI volcsi.API
 	if clients != nil {
 		claims = volume.ClientClaims(clients.Kube)
+		csiAPI = volcsi.ClientAPI(clients.Kube)
 	}
 	// The plugin surface (plugins.go): its CSI drivers are known to the
 	// volumes; the pod-resources API lists the node's pods.
@@ -166,6 +169,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	volumes = volume.New(volume.Options{
 		RootDir:         s.RootDir,
 		CSIDrivers:      plugins.csi,
+		CSIAPI:          csiAPI,
+		NodeName:        s.NodeName,
 		Objects:         core.Objects(),
 		Tokens:          core.Tokens(),
 		Claims:          claims,
@@ -176,6 +181,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Evict:           func(uid types.UID, msg string) { eng.Evict(uid, msg) },
 		RefreshPeriod:   cfg.SyncFrequency.Duration,
 	})
+	facts.volumes.Store(volumes)
 
 	podSpec, err := newPodSpecParts(ctx, cfg, s.RootDir, hostIPs, core, clients)
 	if err != nil {
@@ -371,6 +377,7 @@ type hostFacts struct {
 	engine    atomic.Pointer[cri.Engine]
 	resources atomic.Pointer[nodeResources]
 	devices   *devices.Manager
+	volumes   atomic.Pointer[volume.Manager]
 }
 
 func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
@@ -379,6 +386,9 @@ func (h *hostFacts) NodeFacts(ctx context.Context) (nodestatus.Facts, error) {
 		return nodestatus.Facts{}, err
 	}
 	f := nodestatus.HostFacts(h.cfg, m)
+	if vols := h.volumes.Load(); vols != nil {
+		f.VolumesInUse = vols.VolumesInUse()
+	}
 	eng := h.engine.Load()
 	if eng == nil {
 		f.Readiness = nodestatus.Readiness{Errors: []string{"container runtime not connected yet"}}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	volcsi "github.com/gokubelet/kubelet/pkg/volume/csi"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 )
 
@@ -39,8 +40,9 @@ func (c clientClaims) GetPersistentVolume(ctx context.Context, name string) (*v1
 // claim: a persistentVolumeClaim, or the claim of a generic ephemeral
 // volume (named <pod>-<volume>, which must belong to the pod). The claim
 // must be Bound to a PersistentVolume this node can mount: local or
-// hostPath. The volume is used where it is; a local one (not read-only)
-// gets the pod's fsGroup, by its fsGroupChangePolicy.
+// hostPath, used where it is (a local one, not read-only, gets the pod's
+// fsGroup, by its fsGroupChangePolicy), or CSI, published to the pod by
+// its driver (pkg/volume/csi).
 type claim struct {
 	name      string
 	ro        bool
@@ -48,6 +50,9 @@ type claim struct {
 	// local: set up on a local PersistentVolume (whose usage the node
 	// reports; a hostPath one's it does not, as upstream).
 	local bool
+	// republish: a CSI PersistentVolume whose driver asks for
+	// NodePublishVolume again periodically.
+	republish bool
 }
 
 func (c *claim) kind() string {
@@ -66,7 +71,7 @@ func (c *claim) describe() string {
 
 func (c *claim) pluginDir() string { return "" }
 func (c *claim) readOnly() bool    { return c.ro }
-func (c *claim) refreshed() bool   { return false }
+func (c *claim) refreshed() bool   { return c.republish }
 
 func (c *claim) setUp(ctx context.Context, s *setup) (string, error) {
 	claims := s.m.opts.Claims
@@ -133,7 +138,15 @@ func (c *claim) setUp(ctx context.Context, s *setup) (string, error) {
 			return "", fmt.Errorf("PersistentVolume %q: %w", pv.Name, err)
 		}
 	case pv.Spec.CSI != nil:
-		return "", fmt.Errorf("PersistentVolume %q has type csi, which this node cannot mount (%s)", pv.Name, csiDriverState(s.m.opts.CSIDrivers, pv.Spec.CSI.Driver))
+		if !csiRegistered(s.m.opts.CSIDrivers, pv.Spec.CSI.Driver) {
+			return "", fmt.Errorf("PersistentVolume %q has type csi, which this node cannot mount (%s)", pv.Name, csiNotRegistered(pv.Spec.CSI.Driver))
+		}
+		res, err := s.m.csi.SetUp(ctx, volcsi.Persistent(s.pod, s.name, pv, ro), s.csiOptions())
+		c.republish = res.Republish
+		if err != nil {
+			return "", err
+		}
+		path = res.Path
 	default:
 		return "", fmt.Errorf("PersistentVolume %q has type %s, which this node cannot mount", pv.Name, setField(pv.Spec.PersistentVolumeSource))
 	}

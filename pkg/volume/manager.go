@@ -22,6 +22,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/objects"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/volume/atomicwriter"
+	volcsi "github.com/gokubelet/kubelet/pkg/volume/csi"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 	"github.com/gokubelet/kubelet/pkg/volume/subpath"
 )
@@ -42,9 +43,14 @@ type Options struct {
 	Tokens objects.TokenGetter
 	// Claims reads PersistentVolumeClaims and PersistentVolumes.
 	Claims ClaimGetter
-	// CSIDrivers tells which CSI drivers are registered on the node (nil:
-	// none), so that a CSI volume's reason names its driver's state.
+	// CSIDrivers are the CSI drivers registered on the node (nil: none;
+	// CSI volumes wait with a reason naming their driver).
 	CSIDrivers CSIDrivers
+	// CSIAPI reads CSIDriver objects, VolumeAttachments and the secrets
+	// CSI volumes name (nil: standalone).
+	CSIAPI volcsi.API
+	// NodeName names this node (VolumeAttachments are per node).
+	NodeName string
 	// NodeAllocatable is the node's allocatable resources: the default
 	// of a downward API limit a container does not set, and the upper
 	// bound of a memory-backed emptyDir.
@@ -71,6 +77,9 @@ type Options struct {
 // concurrent use; work on one pod is serialised.
 type Manager struct {
 	opts Options
+	// csi sets CSI volumes up and tears them down (nil without
+	// CSIDrivers).
+	csi *volcsi.Mounter
 
 	mu   sync.Mutex
 	pods map[types.UID]*podVolumes
@@ -124,7 +133,25 @@ func New(opts Options) *Manager {
 	if opts.NodeAllocatable == nil {
 		opts.NodeAllocatable = func() v1.ResourceList { return nil }
 	}
-	return &Manager{opts: opts, pods: map[types.UID]*podVolumes{}, dirty: map[types.UID]bool{}, kick: make(chan struct{}, 1)}
+	m := &Manager{opts: opts, pods: map[types.UID]*podVolumes{}, dirty: map[types.UID]bool{}, kick: make(chan struct{}, 1)}
+	if opts.CSIDrivers != nil {
+		var tokens volcsi.TokenGetter
+		if opts.Tokens != nil {
+			tokens = opts.Tokens
+		}
+		m.csi = volcsi.New(volcsi.Options{RootDir: opts.RootDir, NodeName: opts.NodeName, Drivers: opts.CSIDrivers, API: opts.CSIAPI, Tokens: tokens})
+	}
+	return m
+}
+
+// VolumesInUse are the attachable volumes the node uses (the Node's
+// status.volumesInUse): persistent CSI volumes of pods being set up or
+// set up.
+func (m *Manager) VolumesInUse() []v1.UniqueVolumeName {
+	if m.csi == nil {
+		return nil
+	}
+	return m.csi.InUse()
 }
 
 // PodDir is a pod's directory under the kubelet's root.
@@ -375,8 +402,35 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	if err := subpath.CleanPod(dir); err != nil {
 		errs = append(errs, err)
 	}
-	for _, d := range []string{"volumes", "plugins"} {
-		if err := hostfs.RemoveAll(filepath.Join(dir, d)); err != nil {
+	// CSI volumes go through their drivers first (unpublish, unstage),
+	// once no subPath mount holds them. One that cannot go keeps its
+	// directory, so the next try finds it; the pod's other volumes go
+	// anyway.
+	csiDone := m.csi == nil
+	if !csiDone && len(errs) == 0 {
+		if err := m.csi.TearDownPod(ctx, uid); err != nil {
+			errs = append(errs, err)
+		} else {
+			csiDone = true
+		}
+	}
+	if csiDone {
+		for _, d := range []string{"volumes", "plugins"} {
+			if err := hostfs.RemoveAll(filepath.Join(dir, d)); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	} else {
+		entries, _ := os.ReadDir(filepath.Join(dir, "volumes"))
+		for _, e := range entries {
+			if e.Name() == volcsi.PodPluginDir {
+				continue
+			}
+			if err := hostfs.RemoveAll(filepath.Join(dir, "volumes", e.Name())); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		if err := hostfs.RemoveAll(filepath.Join(dir, "plugins")); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -60,7 +60,7 @@ func newSource(pod *v1.Pod, v *v1.Volume) (source, error) {
 	case s.Ephemeral != nil:
 		return &claim{name: pod.Name + "-" + v.Name, ephemeral: true}, nil
 	case s.CSI != nil:
-		return &csiInline{driver: s.CSI.Driver}, nil
+		return &csiInline{vol: v}, nil
 	}
 	return nil, &UnsupportedError{Volume: v.Name, Type: TypeOf(v)}
 }

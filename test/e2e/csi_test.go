@@ -3,11 +3,13 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +28,17 @@ type csiMock struct {
 	said     chan string
 	name     string
 	endpoint string
+
+	// calls are the Node service calls it served, with -log-calls.
+	mu    sync.Mutex
+	calls []mockCall
+}
+
+// mockCall is one Node service call the mock served: the method, the
+// gRPC code it answered and the request.
+type mockCall struct {
+	Method, Code string
+	Req          map[string]any
 }
 
 // startCSIMock starts the driver named name; its registration socket is in
@@ -54,8 +67,22 @@ func startCSIMock(t *testing.T, name string, args ...string) *csiMock {
 	}
 	go func() {
 		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 64*1024), 1024*1024)
 		for sc.Scan() {
-			m.said <- sc.Text()
+			line := sc.Text()
+			if rest, ok := strings.CutPrefix(line, "call "); ok {
+				method, rest, _ := strings.Cut(rest, " ")
+				code, body, _ := strings.Cut(rest, " ")
+				c := mockCall{Method: method, Code: code}
+				if err := json.Unmarshal([]byte(body), &c.Req); err != nil {
+					c.Req = map[string]any{"unparsed": body}
+				}
+				m.mu.Lock()
+				m.calls = append(m.calls, c)
+				m.mu.Unlock()
+				continue
+			}
+			m.said <- line
 		}
 		close(m.said)
 	}()
@@ -74,6 +101,19 @@ func (m *csiMock) registered(t *testing.T) {
 	case <-time.After(framework.WaitLimit):
 		t.Fatalf("driver %s was never told its registration status", m.name)
 	}
+}
+
+// served returns the calls of method the mock served, in order.
+func (m *csiMock) served(method string) []mockCall {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []mockCall
+	for _, c := range m.calls {
+		if c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // stop ends the driver as a registrar stops: its registration socket goes.

@@ -102,6 +102,10 @@ type Facts struct {
 	// runtimeHandlers and features; nil when unknown (the last reported
 	// stay).
 	Runtime *RuntimeFacts
+	// VolumesInUse are the attachable volumes the node uses or is about
+	// to (status.volumesInUse, the kubelet's own field: the attach/detach
+	// controller does not detach them), sorted.
+	VolumesInUse []v1.UniqueVolumeName
 	// Conditions are further conditions the node reports about itself
 	// (a virtual node's provider may have its own), after the four the
 	// kubelet owns; conditions of those four types are ignored here.
@@ -304,6 +308,7 @@ func SetStatus(node *v1.Node, cfg *Config, f Facts, now metav1.Time) {
 		node.Status.Features = f.Runtime.Features
 	}
 	node.Status.DeclaredFeatures = DeclaredFeatures()
+	node.Status.VolumesInUse = f.VolumesInUse
 	desired := desiredConditions(f.Capacity, f.Readiness, f.Pressure)
 	for _, c := range f.Conditions {
 		if !isKubeletCondition(c.Type) {

@@ -354,6 +354,29 @@ func TestSetStatusReplacesDeclaredFeatures(t *testing.T) {
 	}
 }
 
+// The volumes in use are the kubelet's to report: the patch sets them,
+// and clears those no longer used.
+func TestSetStatusVolumesInUse(t *testing.T) {
+	cfg := &Config{NodeName: "n"}
+	f := Facts{Capacity: v1.ResourceList{v1.ResourcePods: resource.MustParse("10")},
+		VolumesInUse: []v1.UniqueVolumeName{"kubernetes.io/csi/a^1", "kubernetes.io/csi/b^2"}}
+	old := NewNode(cfg, Facts{Capacity: f.Capacity})
+	old.UID = "u1"
+	old.Status.VolumesAttached = []v1.AttachedVolume{{Name: "kubernetes.io/csi/a^1", DevicePath: "/dev/x"}}
+	upd := old.DeepCopy()
+	SetStatus(upd, cfg, f, metav1.Now())
+	patch, got := patchedStatus(t, old, upd)
+	if !equality.Semantic.DeepEqual(got.Status.VolumesInUse, f.VolumesInUse) || len(got.Status.VolumesAttached) != 1 {
+		t.Errorf("after the patch: in use %v, attached %v (patch %s)", got.Status.VolumesInUse, got.Status.VolumesAttached, patch)
+	}
+	f.VolumesInUse = nil
+	upd2 := got.DeepCopy()
+	SetStatus(upd2, cfg, f, metav1.Now())
+	if patch, got := patchedStatus(t, &got, upd2); len(got.Status.VolumesInUse) != 0 || len(got.Status.VolumesAttached) != 1 {
+		t.Errorf("none in use: in use %v, attached %v (patch %s)", got.Status.VolumesInUse, got.Status.VolumesAttached, patch)
+	}
+}
+
 // patchedStatus is old with the status patch from old to upd applied, as
 // the API server applies it.
 func patchedStatus(t *testing.T, old, upd *v1.Node) ([]byte, v1.Node) {

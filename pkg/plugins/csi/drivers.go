@@ -6,7 +6,9 @@
 // removed again when a driver deregisters.
 //
 // The rules are pure functions (nodeinfo.go); this file holds the registry
-// and the I/O: the driver's NodeGetInfo and the API updates.
+// and the I/O: the driver's NodeGetInfo and the API updates. node.go is a
+// registered driver's volume client (capabilities, stage, publish and
+// their reverses), which pkg/volume/csi sets volumes up with.
 package csi
 
 import (
@@ -59,6 +61,9 @@ type Driver struct {
 	conn    *grpc.ClientConn
 	// Node is the driver's CSI Node service.
 	Node csipb.NodeClient
+	// caps caches the Node service's capabilities (node.go).
+	capsOnce sync.Once
+	caps     *capsCache
 }
 
 // Drivers is the registry of the node's CSI drivers and the plugin

@@ -1,0 +1,110 @@
+package csi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// VolDataFile is upstream's file of what a staged or published volume is,
+// beside its staging path or publish target.
+const VolDataFile = "vol_data.json"
+
+// Keys of vol_data.json, upstream's.
+const (
+	keySpecVolID     = "specVolID"
+	keyVolumeHandle  = "volumeHandle"
+	keyDriverName    = "driverName"
+	keyNodeName      = "nodeName"
+	keyAttachmentID  = "attachmentID"
+	keyLifecycleMode = "volumeLifecycleMode"
+)
+
+// Published is what the vol_data.json of a publish target says.
+type Published struct {
+	SpecName, VolumeHandle, Driver, NodeName, AttachmentID string
+	Mode                                                   storagev1.VolumeLifecycleMode
+}
+
+func (p Published) data() map[string]string {
+	return map[string]string{
+		keySpecVolID:     p.SpecName,
+		keyVolumeHandle:  p.VolumeHandle,
+		keyDriverName:    p.Driver,
+		keyNodeName:      p.NodeName,
+		keyAttachmentID:  p.AttachmentID,
+		keyLifecycleMode: string(p.Mode),
+	}
+}
+
+func publishedFrom(d map[string]string) (Published, error) {
+	p := Published{
+		SpecName: d[keySpecVolID], VolumeHandle: d[keyVolumeHandle], Driver: d[keyDriverName],
+		NodeName: d[keyNodeName], AttachmentID: d[keyAttachmentID], Mode: storagev1.VolumeLifecycleMode(d[keyLifecycleMode]),
+	}
+	if p.VolumeHandle == "" || p.Driver == "" {
+		return p, errors.New("no volume handle or driver name")
+	}
+	if p.Mode == "" {
+		// Written by a kubelet before lifecycle modes: persistent.
+		p.Mode = storagev1.VolumeLifecyclePersistent
+	}
+	return p, nil
+}
+
+// Staged is what the vol_data.json beside a staging path says.
+type Staged struct{ VolumeHandle, Driver string }
+
+func (s Staged) data() map[string]string {
+	return map[string]string{keyVolumeHandle: s.VolumeHandle, keyDriverName: s.Driver}
+}
+
+// writeVolData writes data as dir/vol_data.json (a JSON object and a
+// newline, as upstream).
+func writeVolData(dir string, data map[string]string) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(dir, VolDataFile)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o640); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// readVolData reads dir/vol_data.json; a missing file is an error for
+// which errors.Is(err, os.ErrNotExist).
+func readVolData(dir string) (map[string]string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, VolDataFile))
+	if err != nil {
+		return nil, err
+	}
+	d := map[string]string{}
+	if err := json.Unmarshal(b, &d); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, VolDataFile), err)
+	}
+	return d, nil
+}
+
+// readPublished reads the vol_data.json of a pod's volume directory.
+func readPublished(volDir string) (Published, error) {
+	d, err := readVolData(volDir)
+	if err != nil {
+		return Published{}, err
+	}
+	p, err := publishedFrom(d)
+	if err != nil {
+		return p, fmt.Errorf("%s: %w", filepath.Join(volDir, VolDataFile), err)
+	}
+	return p, nil
+}
