@@ -158,8 +158,13 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 			ActivePods:   func() []*v1.Pod { return eng.UnfinishedPods() },
 			SourcesReady: func() bool { return seenAllSources() },
 			Changed:      core.TriggerNodeStatus,
-			Recorder:     core.Recorder(),
-			NodeRef:      core.NodeRef(),
+			PodsChanged: func(uids []types.UID) {
+				for _, uid := range uids {
+					eng.Resync(uid)
+				}
+			},
+			Recorder: core.Recorder(),
+			NodeRef:  core.NodeRef(),
 		},
 		dra: dra.Options{
 			ActivePods:   func() []*v1.Pod { return eng.UnfinishedPods() },
@@ -301,6 +306,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	// upstream orders it.
 	eng.AddAdmitHandler(plugins.devices.Admit)
 	eng.AddReleaser(plugins.dra.UnprepareResources)
+	if s.Features.Enabled(features.ResourceHealthStatus) {
+		eng.AddStatusPart(plugins.devices.SetResourcesStatus)
+	}
 
 	// Virtual nodes beside the real one (virtual.go).
 	checks := eng.HealthChecks()

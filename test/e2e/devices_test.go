@@ -175,6 +175,18 @@ func TestDevicePlugins(t *testing.T) {
 			out, errs, _ := kubectl(t, nil, "", ns, "logs", pod)
 			return strings.Contains(out, "/tmp/"+id+"\n") && strings.Contains(out, "CDI=CDI-"+id+"\n") && strings.Contains(out, "/tmp/CDI-"+id+"\n"), out + errs
 		})
+		// The device's health in the container's status
+		// (ResourceHealthStatus, on by default in 1.37).
+		waitPod(t, ns, pod, "showing its device's health", func(p *v1.Pod) bool {
+			for _, cs := range p.Status.ContainerStatuses {
+				for _, rs := range cs.AllocatedResourcesStatus {
+					if rs.Name == sampleResource && len(rs.Resources) == 1 && string(rs.Resources[0].ResourceID) == id && rs.Resources[0].Health == v1.ResourceHealthStatusHealthy {
+						return true
+					}
+				}
+			}
+			return false
+		})
 	}
 	if held["dev-a"] == held["dev-b"] {
 		t.Fatalf("both pods hold %s", held["dev-a"])

@@ -42,6 +42,9 @@ const (
 	// 1.36) allow a cpuCFSQuotaPeriod other than 100ms.
 	CustomCPUCFSQuotaPeriod Feature = "CustomCPUCFSQuotaPeriod"
 	CPUCFSQuotaPeriod       Feature = "CPUCFSQuotaPeriod"
+	// ResourceHealthStatus: allocatedResourcesStatus of device plugin
+	// devices in container statuses.
+	ResourceHealthStatus Feature = "ResourceHealthStatus"
 )
 
 // Status is what a gate means for this kubelet.
@@ -86,6 +89,7 @@ var Table = []Gate{
 	{PodObservedGenerationTracking, Wired, "pkg/engine/cri", "off: pod status and its conditions carry no observedGeneration"},
 	{PodReadyToStartContainersCondition, Wired, "pkg/pod/podstatus", "off: pods get no PodReadyToStartContainers condition"},
 	{ReloadKubeletServerCertificateFile, Wired, "pkg/kubelet, pkg/server", "off: tlsCertFile and tlsPrivateKeyFile are read once at start, not re-read when they change"},
+	{ResourceHealthStatus, Wired, "pkg/kubelet, pkg/plugins/devices", "on: container statuses carry allocatedResourcesStatus, the health of their device plugin devices (not of DRA devices); off: none"},
 	{RotateKubeletServerCertificate, Wired, "pkg/config/kubeletconfig", "off: serverTLSBootstrap is refused, so the serving certificate comes from tlsCertFile or is self-signed"},
 	// Lacking.
 	{"CPUManagerPolicyBetaOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
@@ -120,7 +124,6 @@ var Table = []Gate{
 	{"PodLogsQuerySplitStreams", Lacking, "", "stream selection of kubectl logs"},
 	{"QOSReserved", Lacking, "", "qosReserved"},
 	{"ReduceDefaultCrashLoopBackOffDecay", Lacking, "", "the shorter crash loop back-off"},
-	{"ResourceHealthStatus", Lacking, "", "allocatedResourcesStatus of devices"},
 	{"ResourceHealthStatusMessage", Lacking, "", "messages in allocatedResourcesStatus (1.35+)"},
 	{"RestartAllContainersOnContainerExits", Lacking, "", "the RestartAllContainers action of restartPolicyRules (pods using it wait with a reason)"},
 	{"SELinuxChangePolicy", Lacking, "", "SELinux relabelling policies (seLinuxChangePolicy)"},

@@ -129,6 +129,7 @@ type Engine struct {
 	admission     admissionCache
 	admitHandlers []AdmitFunc
 	releasers     []ReleaseFunc
+	statusParts   []StatusFunc
 	security      SecurityAdmission
 	observer      Observer
 	features      features.Gates

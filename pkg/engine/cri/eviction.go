@@ -25,6 +25,14 @@ type ReleaseFunc func(ctx context.Context, uid types.UID) error
 // before the engine runs.
 func (e *Engine) AddReleaser(f ReleaseFunc) { e.releasers = append(e.releasers, f) }
 
+// StatusFunc adds what another part of the node owns to a pod's computed
+// status (the devices' allocatedResourcesStatus). It must be cheap: it
+// runs at every status computation.
+type StatusFunc func(pod *v1.Pod, st *v1.PodStatus)
+
+// AddStatusPart adds a StatusFunc. Call it before the engine runs.
+func (e *Engine) AddStatusPart(f StatusFunc) { e.statusParts = append(e.statusParts, f) }
+
 // AdmitFunc is an admission check run before the resource fit: false
 // refuses the pod with reason and message.
 type AdmitFunc func(pod *v1.Pod) (admit bool, reason, message string)

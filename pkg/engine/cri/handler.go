@@ -160,6 +160,9 @@ func (e *Engine) computeStatus(pod *v1.Pod, rs *container.PodStatus, opts podsta
 	}
 	st := podstatus.Compute(pod, rs, e.reasons.get(pod.UID), prev, opts)
 	e.resizeStatus(pod, rs, &st, metav1.NewTime(opts.Now))
+	for _, f := range e.statusParts {
+		f(pod, &st)
+	}
 	return st
 }
 

@@ -85,6 +85,9 @@ type Options struct {
 	// Changed is told that capacity or allocatable changed (the Node's
 	// status is due).
 	Changed func()
+	// PodsChanged is told the pods whose devices changed health, so their
+	// status (allocatedResourcesStatus) is computed again.
+	PodsChanged func(uids []types.UID)
 	// Recorder and NodeRef, when set, get events about plugins.
 	Recorder record.EventRecorder
 	NodeRef  *v1.ObjectReference
@@ -332,9 +335,14 @@ func (m *Manager) update(log klog.Logger, e *endpoint, devs []*pluginapi.Device)
 		m.mu.Unlock()
 		return
 	}
+	old := r.devices
 	r.devices = valid
 	healthy := r.healthy().Len()
+	changed := m.podsWithHealthChanges(e.resource, old, valid)
 	m.mu.Unlock()
+	if len(changed) > 0 && m.opts.PodsChanged != nil {
+		m.opts.PodsChanged(changed)
+	}
 	log.V(2).Info("Device plugin listed its devices", "devices", len(valid), "healthy", healthy)
 	m.writeCheckpoint(log)
 	m.changed()
@@ -647,6 +655,90 @@ func (m *Manager) ContainerOptions(ctx context.Context, pod *v1.Pod, c *v1.Conta
 		log.Error(nil, "Device plugins' Allocate answers conflict; the first one is used", "conflicts", conflicts)
 	}
 	return o, nil
+}
+
+// podsWithHealthChanges are the pods holding a device of res whose
+// health differs between two lists (mu held).
+func (m *Manager) podsWithHealthChanges(res string, before, after map[string]*pluginapi.Device) []types.UID {
+	health := func(devs map[string]*pluginapi.Device, id string) string {
+		if d := devs[id]; d != nil {
+			return d.Health
+		}
+		return ""
+	}
+	var out []types.UID
+	for uid, cs := range m.pods {
+		for _, byRes := range cs {
+			as := byRes[res]
+			if as == nil {
+				continue
+			}
+			changed := false
+			for _, id := range as.ids.IDs() {
+				changed = changed || health(before, id) != health(after, id)
+			}
+			if changed {
+				out = append(out, types.UID(uid))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// SetResourcesStatus sets, in a pod's computed status, each container's
+// allocatedResourcesStatus for its devices (ResourceHealthStatus): per
+// resource, each device with its health as its plugin lists it (a
+// device the plugin no longer lists, or whose plugin has gone, keeps the
+// last health it was listed with; one never listed counts as healthy, as
+// upstream counts it).
+func (m *Manager) SetResourcesStatus(pod *v1.Pod, st *v1.PodStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cs := m.pods[string(pod.UID)]
+	if len(cs) == 0 {
+		return
+	}
+	for i := range st.ContainerStatuses {
+		byRes := cs[st.ContainerStatuses[i].Name]
+		if len(byRes) == 0 {
+			continue
+		}
+		var out []v1.ResourceStatus
+		for _, res := range sortedMapKeys(byRes) {
+			ids := byRes[res].ids.IDs()
+			sort.Strings(ids)
+			rs := v1.ResourceStatus{Name: v1.ResourceName(res), Resources: []v1.ResourceHealth{}}
+			for _, id := range ids {
+				health := v1.ResourceHealthStatusHealthy
+				if r := m.resources[res]; r != nil {
+					if d := r.devices[id]; d != nil && d.Health != pluginapi.Healthy {
+						health = v1.ResourceHealthStatusUnhealthy
+					}
+				}
+				rs.Resources = append(rs.Resources, v1.ResourceHealth{ResourceID: v1.ResourceID(id), Health: health})
+			}
+			out = append(out, rs)
+		}
+		st.ContainerStatuses[i].AllocatedResourcesStatus = mergeResourceStatus(st.ContainerStatuses[i].AllocatedResourcesStatus, out)
+	}
+}
+
+// mergeResourceStatus replaces the entries of the same names in have
+// (another manager, DRA, may have set others).
+func mergeResourceStatus(have, set []v1.ResourceStatus) []v1.ResourceStatus {
+	for _, s := range set {
+		found := false
+		for i := range have {
+			if have[i].Name == s.Name {
+				have[i], found = s, true
+			}
+		}
+		if !found {
+			have = append(have, s)
+		}
+	}
+	return have
 }
 
 // ---- pod-resources --------------------------------------------------------

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -107,18 +108,24 @@ func register(m *Manager, resource, endpoint, version string) error {
 }
 
 type harness struct {
-	m      *Manager
-	dir    string
-	clock  *clocktesting.FakeClock
-	active []*v1.Pod
-	cancel context.CancelFunc
-	done   chan error
+	mu      sync.Mutex
+	changed []types.UID
+	m       *Manager
+	dir     string
+	clock   *clocktesting.FakeClock
+	active  []*v1.Pod
+	cancel  context.CancelFunc
+	done    chan error
 }
 
 func newHarness(t *testing.T, dir string) *harness {
 	t.Helper()
 	h := &harness{dir: dir, clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), done: make(chan error, 1)}
-	h.m = New(Options{Dir: dir, Clock: h.clock, ActivePods: func() []*v1.Pod { return h.active }})
+	h.m = New(Options{Dir: dir, Clock: h.clock, ActivePods: func() []*v1.Pod { return h.active }, PodsChanged: func(uids []types.UID) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.changed = append(h.changed, uids...)
+	}})
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.m.Start(ctx) }()
@@ -210,6 +217,27 @@ func TestAllocationFromRegistrationToRestart(t *testing.T) {
 		t.Errorf("PreStartContainer calls = %v", p.preStarts)
 	}
 	p.mu.Unlock()
+
+	// The container's status shows its device's health; a change of the
+	// device's health resyncs the pod and shows in its status.
+	st := &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "c"}, {Name: "other"}}}
+	h.m.SetResourcesStatus(a, st)
+	want := []v1.ResourceStatus{{Name: res, Resources: []v1.ResourceHealth{{ResourceID: "d2", Health: v1.ResourceHealthStatusHealthy}}}}
+	if !reflect.DeepEqual(st.ContainerStatuses[0].AllocatedResourcesStatus, want) || st.ContainerStatuses[1].AllocatedResourcesStatus != nil {
+		t.Errorf("allocatedResourcesStatus = %+v", st.ContainerStatuses)
+	}
+	p.lists <- []*pluginapi.Device{dev("d1", pluginapi.Healthy), dev("d2", pluginapi.Unhealthy), dev("d3", pluginapi.Unhealthy)}
+	waitFor(t, "a resynced for d2's health", func() (bool, string) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.changed) == 1 && h.changed[0] == "a", fmt.Sprint(h.changed)
+	})
+	h.m.SetResourcesStatus(a, st)
+	if got := st.ContainerStatuses[0].AllocatedResourcesStatus; len(got) != 1 || got[0].Resources[0].Health != v1.ResourceHealthStatusUnhealthy {
+		t.Errorf("after d2 went unhealthy: %+v", got)
+	}
+	p.lists <- []*pluginapi.Device{dev("d1", pluginapi.Healthy), dev("d2", pluginapi.Healthy), dev("d3", pluginapi.Unhealthy)}
+	h.capacityIs(t, res, 3, 2)
 
 	// Two more do not fit: d3 is unhealthy.
 	b := podAsking("b", res, 2)
