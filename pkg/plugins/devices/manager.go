@@ -110,6 +110,9 @@ type Manager struct {
 	allocMu sync.Mutex
 	// writeMu serialises checkpoint writes.
 	writeMu sync.Mutex
+	// ready is closed once the checkpoint is restored and the
+	// registration socket listens.
+	ready chan struct{}
 
 	pluginapi.UnsafeRegistrationServer
 }
@@ -125,7 +128,7 @@ func New(o Options) *Manager {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	return &Manager{opts: o, resources: map[string]*resourceState{}, gone: sets.New[string](), pods: assignments{}, ctx: context.Background()}
+	return &Manager{opts: o, resources: map[string]*resourceState{}, gone: sets.New[string](), pods: assignments{}, ctx: context.Background(), ready: make(chan struct{})}
 }
 
 // Socket is the registration socket.
@@ -155,6 +158,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(l) }()
 	log.Info("Device plugin registration serving")
+	close(m.ready)
 	select {
 	case <-ctx.Done():
 	case err = <-done:
@@ -173,6 +177,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	}
 	return err
 }
+
+// Ready is closed once the assignments are restored and plugins can
+// register: admission waits for it (the group starts the engine after).
+func (m *Manager) Ready() <-chan struct{} { return m.ready }
 
 // restore reads the checkpoint: assignments, and the resources known
 // before (without devices until their plugins register again, and with

@@ -100,6 +100,8 @@ type Manager struct {
 	// opMu serialises prepare and unprepare, which call drivers outside
 	// mu.
 	opMu sync.Mutex
+	// ready is closed once the checkpoint is restored.
+	ready chan struct{}
 }
 
 // driver is a registered DRA driver.
@@ -114,7 +116,7 @@ func New(o Options) *Manager {
 	if o.WipingDelay <= 0 {
 		o.WipingDelay = DefaultWipingDelay
 	}
-	return &Manager{opts: o, drivers: map[string]*driver{}, wipes: map[string]*time.Timer{}, claims: map[string]*claim{}, ctx: context.Background()}
+	return &Manager{opts: o, drivers: map[string]*driver{}, wipes: map[string]*time.Timer{}, claims: map[string]*claim{}, ctx: context.Background(), ready: make(chan struct{})}
 }
 
 func (m *Manager) statePath() string { return filepath.Join(m.opts.RootDir, StateFile) }
@@ -126,6 +128,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.ctx = ctx
 	m.mu.Unlock()
 	m.restore(m.logger())
+	close(m.ready)
 	t := time.NewTicker(reconcilePeriod)
 	defer t.Stop()
 	for {
@@ -145,6 +148,10 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 	}
 }
+
+// Ready is closed once the prepared claims are restored (the group starts
+// the engine after).
+func (m *Manager) Ready() <-chan struct{} { return m.ready }
 
 func (m *Manager) restore(log klog.Logger) {
 	b, err := os.ReadFile(m.statePath())
