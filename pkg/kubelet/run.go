@@ -169,6 +169,12 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		dra: dra.Options{
 			ActivePods:   func() []*v1.Pod { return eng.UnfinishedPods() },
 			SourcesReady: func() bool { return seenAllSources() },
+			PodsChanged: func(uids []types.UID) {
+				for _, uid := range uids {
+					eng.Resync(uid)
+				}
+			},
+			HealthMessages: s.Features.Enabled(features.ResourceHealthStatusMessage),
 		},
 	})
 	volumes = volume.New(volume.Options{
@@ -308,6 +314,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	eng.AddReleaser(plugins.dra.UnprepareResources)
 	if s.Features.Enabled(features.ResourceHealthStatus) {
 		eng.AddStatusPart(plugins.devices.SetResourcesStatus)
+		eng.AddStatusPart(plugins.dra.SetResourcesStatus)
 	}
 
 	// Virtual nodes beside the real one (virtual.go).

@@ -92,6 +92,20 @@ func TestDRAClaims(t *testing.T) {
 		return strings.Contains(out, draClaimEnv(claimName)+"\n"), out + errs
 	})
 	wantCDI := draCDIDeviceID(driver, claimUID)
+	// The device in the container's allocatedResourcesStatus
+	// (ResourceHealthStatus). The test driver streams health reports but,
+	// run as a process, reports no device, so its health is Unknown, as
+	// upstream shows a device without a report.
+	waitPod(t, ns, "dra-a", "showing its claim's device health", func(p *v1.Pod) bool {
+		for _, cs := range p.Status.ContainerStatuses {
+			for _, rs := range cs.AllocatedResourcesStatus {
+				if rs.Name == "claim:"+draPodClaim && len(rs.Resources) == 1 && string(rs.Resources[0].ResourceID) == wantCDI && rs.Resources[0].Health == v1.ResourceHealthStatusUnknown {
+					return true
+				}
+			}
+		}
+		return false
+	})
 	framework.Eventually(t, "the claim's device in pod-resources", func() (bool, string) {
 		ids, err := podDynamicResources(ns, "dra-a")
 		return err == nil && strings.Join(ids, ",") == wantCDI, fmt.Sprintf("%v (%v), want [%s]", ids, err, wantCDI)

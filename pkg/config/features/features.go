@@ -45,6 +45,8 @@ const (
 	// ResourceHealthStatus: allocatedResourcesStatus of device plugin
 	// devices in container statuses.
 	ResourceHealthStatus Feature = "ResourceHealthStatus"
+	// ResourceHealthStatusMessage: their messages.
+	ResourceHealthStatusMessage Feature = "ResourceHealthStatusMessage"
 )
 
 // Status is what a gate means for this kubelet.
@@ -89,7 +91,8 @@ var Table = []Gate{
 	{PodObservedGenerationTracking, Wired, "pkg/engine/cri", "off: pod status and its conditions carry no observedGeneration"},
 	{PodReadyToStartContainersCondition, Wired, "pkg/pod/podstatus", "off: pods get no PodReadyToStartContainers condition"},
 	{ReloadKubeletServerCertificateFile, Wired, "pkg/kubelet, pkg/server", "off: tlsCertFile and tlsPrivateKeyFile are read once at start, not re-read when they change"},
-	{ResourceHealthStatus, Wired, "pkg/kubelet, pkg/plugins/devices", "on: container statuses carry allocatedResourcesStatus, the health of their device plugin devices (not of DRA devices); off: none"},
+	{ResourceHealthStatus, Wired, "pkg/kubelet, pkg/plugins/devices, pkg/plugins/dra", "on: container statuses carry allocatedResourcesStatus, the health of their device plugin devices and of their DRA devices (from drivers serving v1.DRAResourceHealth); off: none"},
+	{ResourceHealthStatusMessage, Wired, "pkg/kubelet, pkg/plugins/dra", "on: the DRA drivers' health messages in allocatedResourcesStatus; off: none"},
 	{RotateKubeletServerCertificate, Wired, "pkg/config/kubeletconfig", "off: serverTLSBootstrap is refused, so the serving certificate comes from tlsCertFile or is self-signed"},
 	// Lacking.
 	{"CPUManagerPolicyBetaOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
@@ -124,7 +127,6 @@ var Table = []Gate{
 	{"PodLogsQuerySplitStreams", Lacking, "", "stream selection of kubectl logs"},
 	{"QOSReserved", Lacking, "", "qosReserved"},
 	{"ReduceDefaultCrashLoopBackOffDecay", Lacking, "", "the shorter crash loop back-off"},
-	{"ResourceHealthStatusMessage", Lacking, "", "messages in allocatedResourcesStatus (1.35+)"},
 	{"RestartAllContainersOnContainerExits", Lacking, "", "the RestartAllContainers action of restartPolicyRules (pods using it wait with a reason)"},
 	{"SELinuxChangePolicy", Lacking, "", "SELinux relabelling policies (seLinuxChangePolicy)"},
 	{"SELinuxMount", Lacking, "", "SELinux context mount options"},

@@ -28,6 +28,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,6 +47,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
@@ -85,6 +87,12 @@ type Options struct {
 	SourcesReady func() bool
 	// WipingDelay defaults to DefaultWipingDelay.
 	WipingDelay time.Duration
+	// PodsChanged is told the pods whose devices' health changed, so
+	// their status is computed again.
+	PodsChanged func(uids []types.UID)
+	// HealthMessages puts the drivers' health messages in the status
+	// (ResourceHealthStatusMessage).
+	HealthMessages bool
 }
 
 // Manager is the DRA manager. Run it with Start.
@@ -95,7 +103,9 @@ type Manager struct {
 	drivers map[string]*driver
 	wipes   map[string]*time.Timer
 	claims  map[string]*claim
-	ctx     context.Context
+	// health is the last reported health, by driver and pool/device.
+	health map[string]map[string]deviceHealth
+	ctx    context.Context
 
 	// opMu serialises prepare and unprepare, which call drivers outside
 	// mu.
@@ -109,6 +119,15 @@ type driver struct {
 	name, endpoint string
 	conn           *grpc.ClientConn
 	client         drapb.DRAPluginClient
+	// stop ends its health stream.
+	stop context.CancelFunc
+}
+
+func (d *driver) close() {
+	if d.stop != nil {
+		d.stop()
+	}
+	_ = d.conn.Close()
 }
 
 // New builds a manager and restores its checkpoint.
@@ -116,7 +135,7 @@ func New(o Options) *Manager {
 	if o.WipingDelay <= 0 {
 		o.WipingDelay = DefaultWipingDelay
 	}
-	return &Manager{opts: o, drivers: map[string]*driver{}, wipes: map[string]*time.Timer{}, claims: map[string]*claim{}, ctx: context.Background(), ready: make(chan struct{})}
+	return &Manager{opts: o, drivers: map[string]*driver{}, wipes: map[string]*time.Timer{}, claims: map[string]*claim{}, health: map[string]map[string]deviceHealth{}, ctx: context.Background(), ready: make(chan struct{})}
 }
 
 func (m *Manager) statePath() string { return filepath.Join(m.opts.RootDir, StateFile) }
@@ -136,7 +155,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		case <-ctx.Done():
 			m.mu.Lock()
 			for _, d := range m.drivers {
-				_ = d.conn.Close()
+				d.close()
 			}
 			for _, w := range m.wipes {
 				w.Stop()
@@ -203,7 +222,7 @@ func (m *Manager) ValidatePlugin(name, endpoint string, versions []string) error
 
 // RegisterPlugin makes a driver usable (replacing an earlier registration
 // of the same name) and keeps its ResourceSlices.
-func (m *Manager) RegisterPlugin(ctx context.Context, name, endpoint string, _ []string) error {
+func (m *Manager) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
 	conn, err := grpc.NewClient("passthrough:///"+endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithAuthority("localhost"),
@@ -214,6 +233,11 @@ func (m *Manager) RegisterPlugin(ctx context.Context, name, endpoint string, _ [
 		return fmt.Errorf("DRA driver %s at %s: %w", name, endpoint, err)
 	}
 	d := &driver{name: name, endpoint: endpoint, conn: conn, client: drapb.NewDRAPluginClient(conn)}
+	if slices.Contains(versions, drahealthv1.DRAResourceHealthService) {
+		hctx, cancel := context.WithCancel(m.context())
+		d.stop = cancel
+		go m.watchHealth(hctx, d)
+	}
 	m.mu.Lock()
 	old := m.drivers[name]
 	m.drivers[name] = d
@@ -223,7 +247,7 @@ func (m *Manager) RegisterPlugin(ctx context.Context, name, endpoint string, _ [
 	}
 	m.mu.Unlock()
 	if old != nil {
-		_ = old.conn.Close()
+		old.close()
 	}
 	klog.FromContext(ctx).Info("DRA driver registered", "driver", name, "endpoint", endpoint)
 	return nil
@@ -239,7 +263,7 @@ func (m *Manager) DeRegisterPlugin(ctx context.Context, name, endpoint string) {
 		return
 	}
 	delete(m.drivers, name)
-	_ = d.conn.Close()
+	d.close()
 	if w := m.wipes[name]; w != nil {
 		w.Stop()
 	}

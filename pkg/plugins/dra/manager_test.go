@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 )
 
@@ -202,5 +203,101 @@ func TestPrepareRefusesAndTimesOut(t *testing.T) {
 	}
 	if err := New(Options{RootDir: dir}).PrepareResources(ctx, a); err == nil || !strings.Contains(err.Error(), "standalone") {
 		t.Errorf("standalone = %v", err)
+	}
+}
+
+// fakeHealth streams what it is told.
+type fakeHealth struct {
+	drahealthv1.UnimplementedDRAResourceHealthServer
+	send chan *drahealthv1.NodeWatchResourcesResponse
+}
+
+func (f *fakeHealth) NodeWatchResources(_ *drahealthv1.NodeWatchResourcesRequest, s drahealthv1.DRAResourceHealth_NodeWatchResourcesServer) error {
+	for {
+		select {
+		case r := <-f.send:
+			if err := s.Send(r); err != nil {
+				return err
+			}
+		case <-s.Context().Done():
+			return nil
+		}
+	}
+}
+
+func TestDeviceHealthInTheStatus(t *testing.T) {
+	dir := t.TempDir()
+	d := &fakeDriver{}
+	fh := &fakeHealth{send: make(chan *drahealthv1.NodeWatchResourcesResponse, 2)}
+	sock := filepath.Join(dir, "drv.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	drapb.RegisterDRAPluginServer(s, d)
+	drahealthv1.RegisterDRAResourceHealthServer(s, fh)
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+
+	a := podUsing("a", "c1")
+	var mu sync.Mutex
+	var resynced []types.UID
+	m := New(Options{RootDir: dir, NodeName: "n", Client: fake.NewSimpleClientset(allocatedClaim("c1", a)), HealthMessages: true,
+		PodsChanged: func(u []types.UID) { mu.Lock(); resynced = append(resynced, u...); mu.Unlock() }})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+	if err := m.RegisterPlugin(ctx, drv, sock, []string{drapb.DRAPluginService, drahealthv1.DRAResourceHealthService}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.PrepareResources(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	status := func() v1.ResourceHealth {
+		st := &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "main"}}}
+		m.SetResourcesStatus(a, st)
+		rs := st.ContainerStatuses[0].AllocatedResourcesStatus
+		if len(rs) != 1 || rs[0].Name != "claim:c" || len(rs[0].Resources) != 1 || rs[0].Resources[0].ResourceID != "drv.example.com/dev=c1" {
+			t.Fatalf("allocatedResourcesStatus = %+v", rs)
+		}
+		return rs[0].Resources[0]
+	}
+	if h := status(); h.Health != v1.ResourceHealthStatusUnknown {
+		t.Errorf("before any report: %+v", h)
+	}
+	fh.send <- &drahealthv1.NodeWatchResourcesResponse{Devices: []*drahealthv1.DeviceHealth{{
+		Device: &drahealthv1.DeviceIdentifier{PoolName: "p", DeviceName: "dev"}, Health: drahealthv1.HealthStatus_UNHEALTHY,
+		LastUpdatedTime: time.Now().Unix(), Message: "ECC errors",
+	}}}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(resynced)
+		mu.Unlock()
+		if n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pod was not resynced for its device's health")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if h := status(); h.Health != v1.ResourceHealthStatusUnhealthy || h.Message == nil || *h.Message != "ECC errors" {
+		t.Errorf("after the report: %+v", h)
+	}
+	// A report older than its timeout is Unknown.
+	fh.send <- &drahealthv1.NodeWatchResourcesResponse{Devices: []*drahealthv1.DeviceHealth{{
+		Device: &drahealthv1.DeviceIdentifier{PoolName: "p", DeviceName: "dev"}, Health: drahealthv1.HealthStatus_HEALTHY,
+		LastUpdatedTime: time.Now().Add(-time.Minute).Unix(), HealthCheckTimeoutSeconds: 10,
+	}}}
+	deadline = time.Now().Add(5 * time.Second)
+	for status().Health != v1.ResourceHealthStatusUnknown {
+		if time.Now().After(deadline) {
+			t.Fatalf("a stale report is still %+v", status())
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
