@@ -148,6 +148,10 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	m.restore(m.logger())
 	close(m.ready)
+	// As upstream at start: the node's ResourceSlices are deleted, so
+	// none of a driver that is gone for good stays; the drivers that run
+	// publish theirs again.
+	go m.wipe("")
 	t := time.NewTicker(reconcilePeriod)
 	defer t.Stop()
 	for {
@@ -273,22 +277,28 @@ func (m *Manager) DeRegisterPlugin(ctx context.Context, name, endpoint string) {
 }
 
 // wipe deletes the node's ResourceSlices of a driver that did not come
-// back.
+// back ("": of every driver).
 func (m *Manager) wipe(name string) {
 	m.mu.Lock()
 	_, back := m.drivers[name]
-	delete(m.wipes, name)
+	if name != "" {
+		delete(m.wipes, name)
+	}
 	m.mu.Unlock()
 	if back || m.opts.Client == nil {
 		return
 	}
 	ctx := m.context()
 	log := klog.FromContext(ctx).WithValues("driver", name)
-	sel := fields.Set{resourceapi.ResourceSliceSelectorNodeName: m.opts.NodeName, resourceapi.ResourceSliceSelectorDriver: name}.String()
+	set := fields.Set{resourceapi.ResourceSliceSelectorNodeName: m.opts.NodeName}
+	if name != "" {
+		set[resourceapi.ResourceSliceSelectorDriver] = name
+	}
+	sel := set.String()
 	for delay := time.Second; ctx.Err() == nil; delay = min(2*delay, 5*time.Minute) {
 		err := m.opts.Client.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{FieldSelector: sel})
 		if err == nil || apierrors.IsNotFound(err) {
-			log.Info("Deleted the ResourceSlices of a DRA driver that has gone")
+			log.Info("Deleted the node's ResourceSlices", "fieldSelector", sel)
 			return
 		}
 		log.Error(err, "Deleting the ResourceSlices of a DRA driver that has gone failed; retrying", "after", delay)
@@ -299,7 +309,7 @@ func (m *Manager) wipe(name string) {
 		m.mu.Lock()
 		_, back = m.drivers[name]
 		m.mu.Unlock()
-		if back {
+		if back && name != "" {
 			return
 		}
 	}

@@ -301,3 +301,27 @@ func TestDeviceHealthInTheStatus(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// At start, as upstream, the node's ResourceSlices of every driver are
+// deleted: the drivers that run publish theirs again.
+func TestStartWipesTheNodesSlices(t *testing.T) {
+	client := fake.NewSimpleClientset()
+	m := New(Options{RootDir: t.TempDir(), NodeName: "n", Client: client})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- m.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	<-m.Ready()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for _, act := range client.Actions() {
+			if dc, ok := act.(k8stesting.DeleteCollectionAction); ok && dc.GetListRestrictions().Fields.String() == "spec.nodeName=n" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no wipe of the node's slices: %v", client.Actions())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
