@@ -15,11 +15,23 @@
 //
 // It prints "registered" or "registration refused: <reason>" on stdout when
 // the kubelet tells it the outcome, and serves until SIGTERM or SIGINT.
-// With -log-calls it also prints one line per CSI Node service call once
-// the driver answered it: "call <Method> <gRPC code> <request as JSON>", so
-// a test sees what the kubelet asked for and in which order. With -attach
+// With -log-calls it also prints one line per CSI Node or Controller
+// service call once the driver answered it: "call <Method> <gRPC code>
+// <request as JSON>", so a test sees what the kubelet (Node) and the
+// controller sidecars (Controller: csi-provisioner's CreateVolume and
+// DeleteVolume, csi-attacher's ControllerPublishVolume and
+// ControllerUnpublishVolume) asked for and in which order. With -attach
 // the mock wants the publish context an attacher would give ("device"):
 // the node can only stage and publish its volumes once they are attached.
+//
+// The Controller and Identity services are served on the same -endpoint
+// as the Node service (one process plays controller and node plugin, as
+// the mock does in upstream's e2e), so csi-provisioner and csi-attacher
+// run with --csi-address set to it. The mock's controller publishes every
+// volume with the publish context device=/dev/mock when -attach is given
+// (otherwise ControllerPublishVolume is Unimplemented and
+// PUBLISH_UNPUBLISH_VOLUME is not advertised), and keeps its volumes in
+// memory only: they have no data.
 //
 // A panic in the mock's handler is answered with an Internal error (and
 // printed on stderr) instead of ending the process: the v1.37.2 mock's
@@ -92,15 +104,17 @@ func recoverPanics(ctx context.Context, req any, info *grpc.UnaryServerInfo, han
 	return handler(ctx, req)
 }
 
-// logNodeCalls prints each Node service call with its outcome.
-func logNodeCalls(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+// logServedCalls prints each Node and Controller service call with its outcome
+// (their method names do not overlap).
+func logServedCalls(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	resp, err := handler(ctx, req)
-	const prefix = "/csi.v1.Node/"
-	if strings.HasPrefix(info.FullMethod, prefix) {
-		body, _ := json.Marshal(req)
-		printMu.Lock()
-		fmt.Printf("call %s %s %s\n", strings.TrimPrefix(info.FullMethod, prefix), status.Code(err), body)
-		printMu.Unlock()
+	for _, prefix := range []string{"/csi.v1.Node/", "/csi.v1.Controller/"} {
+		if strings.HasPrefix(info.FullMethod, prefix) {
+			body, _ := json.Marshal(req)
+			printMu.Lock()
+			fmt.Printf("call %s %s %s\n", strings.TrimPrefix(info.FullMethod, prefix), status.Code(err), body)
+			printMu.Unlock()
+		}
 	}
 	return resp, err
 }
@@ -111,7 +125,7 @@ func main() {
 	name := flag.String("name", service.Name, "the driver's name")
 	attachLimit := flag.Int64("attach-limit", 0, "NodeGetInfo's max_volumes_per_node")
 	topology := flag.Bool("topology", false, "report the mock's node topology segment")
-	logCalls := flag.Bool("log-calls", false, "print a line per CSI Node service call")
+	logCalls := flag.Bool("log-calls", false, "print a line per CSI Node and Controller service call")
 	attach := flag.Bool("attach", false, "require the attacher's publish context (\"device\") to stage and publish")
 	flag.Parse()
 	if *endpoint == "" || *registration == "" {
@@ -121,7 +135,7 @@ func main() {
 	svc := service.New(service.Config{DriverName: *name, DisableAttach: !*attach, AttachLimit: *attachLimit, EnableTopology: *topology})
 	interceptors := []grpc.UnaryServerInterceptor{recoverPanics}
 	if *logCalls {
-		interceptors = append([]grpc.UnaryServerInterceptor{logNodeCalls}, interceptors...)
+		interceptors = append([]grpc.UnaryServerInterceptor{logServedCalls}, interceptors...)
 	}
 	drv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(drv, svc)
