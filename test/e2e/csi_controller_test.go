@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/test/framework"
@@ -124,7 +125,10 @@ func TestCSIProvisionerAndAttacher(t *testing.T) {
 	ns := namespace(t)
 	// Registered after the sidecars, so it runs before they stop: on a
 	// failure, the pods and claims go and the provisioner gets the chance
-	// to delete its volumes (their PersistentVolumes carry its finalizer).
+	// to delete its volumes (their PersistentVolumes carry its finalizer);
+	// what is still there then (the volumes only ever lived in the mock's
+	// memory) is removed with its finalizers, so a failed run leaves no
+	// PersistentVolume or VolumeAttachment in the cluster.
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
@@ -147,7 +151,24 @@ func TestCSIProvisionerAndAttacher(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
-		t.Logf("PersistentVolumes of StorageClass %s still there after the cleanup", sc)
+		t.Logf("PersistentVolumes of StorageClass %s still there after %s: removing them and the driver's VolumeAttachments with their finalizers", sc, framework.WaitLimit)
+		noFinalizers := []byte(`{"metadata":{"finalizers":null}}`)
+		if vas, err := client.StorageV1().VolumeAttachments().List(bg, metav1.ListOptions{}); err == nil {
+			for _, va := range vas.Items {
+				if va.Spec.Attacher == driver {
+					_, _ = client.StorageV1().VolumeAttachments().Patch(bg, va.Name, types.MergePatchType, noFinalizers, metav1.PatchOptions{})
+					_ = client.StorageV1().VolumeAttachments().Delete(bg, va.Name, metav1.DeleteOptions{})
+				}
+			}
+		}
+		if pvs, err := client.CoreV1().PersistentVolumes().List(bg, metav1.ListOptions{}); err == nil {
+			for _, pv := range pvs.Items {
+				if pv.Spec.StorageClassName == sc {
+					_, _ = client.CoreV1().PersistentVolumes().Patch(bg, pv.Name, types.MergePatchType, noFinalizers, metav1.PatchOptions{})
+					_ = client.CoreV1().PersistentVolumes().Delete(bg, pv.Name, metav1.DeleteOptions{})
+				}
+			}
+		}
 	})
 
 	// Three claims: the provisioner creates a volume for each
