@@ -113,6 +113,12 @@ func TestDRAClaims(t *testing.T) {
 
 	// kill -9 and back: the same container, the claim still known.
 	before := p.Status.ContainerStatuses[0].ContainerID
+	oldSlices := map[string]bool{}
+	if got, err := d.Slices(ctx); err == nil {
+		for _, sl := range got {
+			oldSlices[string(sl.UID)] = true
+		}
+	}
 	kubelet.Kill9(t)
 	kubelet.Start(t)
 	node(t)
@@ -124,6 +130,19 @@ func TestDRAClaims(t *testing.T) {
 	if cs := p.Status.ContainerStatuses[0]; cs.ContainerID != before || cs.RestartCount != 0 {
 		t.Errorf("the container changed across the restart: %s -> %s, %d restarts", before, cs.ContainerID, cs.RestartCount)
 	}
+	// The restarted kubelet deleted the node's ResourceSlices at start (as
+	// upstream's does); the running driver publishes its slice again (its
+	// slice controller batches changes for up to 30 s).
+	framework.Eventually(t, "the driver's ResourceSlice deleted and published again after the kubelet's start", func() (bool, string) {
+		got, err := d.Slices(ctx)
+		var uids []string
+		fresh := err == nil && len(got) > 0
+		for _, sl := range got {
+			uids = append(uids, string(sl.UID))
+			fresh = fresh && !oldSlices[string(sl.UID)]
+		}
+		return fresh, fmt.Sprintf("slices %v (before the restart %v) %v", uids, oldSlices, err)
+	})
 
 	// The pod goes: the claim is unprepared (the driver removes its CDI
 	// spec).
