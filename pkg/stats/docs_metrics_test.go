@@ -216,6 +216,8 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.PLEGRelistInterval.Observe(1.02)
 	metrics.PLEGLastSeen.SetToCurrentTime()
 	metrics.PLEGDiscardEvents.Inc()
+	metrics.DevicePluginRegistrations.WithLabelValues("example.com/gpu").Inc()
+	metrics.DevicePluginAllocationDuration.WithLabelValues("example.com/gpu").Observe(0.01)
 	metrics.RuntimeOperations.WithLabelValues("run_podsandbox").Inc()
 	metrics.RuntimeOperationsDuration.WithLabelValues("run_podsandbox").Observe(0.2)
 	metrics.RuntimeOperationsErrors.WithLabelValues("pull_image").Inc()
