@@ -50,6 +50,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/plugins/devices/checkpoint"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
+	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 )
 
 // PluginType is the plugins_registry type of device plugins.
@@ -728,25 +729,8 @@ func (m *Manager) SetResourcesStatus(pod *v1.Pod, st *v1.PodStatus) {
 			}
 			out = append(out, rs)
 		}
-		st.ContainerStatuses[i].AllocatedResourcesStatus = mergeResourceStatus(st.ContainerStatuses[i].AllocatedResourcesStatus, out)
+		st.ContainerStatuses[i].AllocatedResourcesStatus = podstatus.MergeResourceStatus(st.ContainerStatuses[i].AllocatedResourcesStatus, out)
 	}
-}
-
-// mergeResourceStatus replaces the entries of the same names in have
-// (another manager, DRA, may have set others).
-func mergeResourceStatus(have, set []v1.ResourceStatus) []v1.ResourceStatus {
-	for _, s := range set {
-		found := false
-		for i := range have {
-			if have[i].Name == s.Name {
-				have[i], found = s, true
-			}
-		}
-		if !found {
-			have = append(have, s)
-		}
-	}
-	return have
 }
 
 // ---- pod-resources --------------------------------------------------------

@@ -12,6 +12,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
 	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
+
+	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 )
 
 // Device health (ResourceHealthStatus): a driver that serves
@@ -203,23 +205,6 @@ func (m *Manager) SetResourcesStatus(pod *v1.Pod, st *v1.PodStatus) {
 				set = append(set, rs)
 			}
 		}
-		cs.AllocatedResourcesStatus = mergeResourceStatus(cs.AllocatedResourcesStatus, set)
+		cs.AllocatedResourcesStatus = podstatus.MergeResourceStatus(cs.AllocatedResourcesStatus, set)
 	}
-}
-
-// mergeResourceStatus replaces the entries of the same names in have (the
-// device manager may have set others).
-func mergeResourceStatus(have, set []v1.ResourceStatus) []v1.ResourceStatus {
-	for _, s := range set {
-		found := false
-		for i := range have {
-			if have[i].Name == s.Name {
-				have[i], found = s, true
-			}
-		}
-		if !found {
-			have = append(have, s)
-		}
-	}
-	return have
 }
