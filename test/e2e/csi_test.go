@@ -28,6 +28,9 @@ type csiMock struct {
 	said     chan string
 	name     string
 	endpoint string
+	args     []string
+	// exited is closed once the process ended and its output was read.
+	exited chan struct{}
 
 	// calls are the Node service calls it served, with -log-calls.
 	mu    sync.Mutex
@@ -45,16 +48,30 @@ type mockCall struct {
 // the test kubelet's plugins_registry.
 func startCSIMock(t *testing.T, name string, args ...string) *csiMock {
 	t.Helper()
-	bin := os.Getenv("GOKUBELET_CSI_MOCK")
-	if bin == "" {
-		t.Fatal("GOKUBELET_CSI_MOCK is not set: run through make test (hack/test.sh builds upstream's mock CSI driver)")
-	}
 	dir, err := os.MkdirTemp("", "csi-mock")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	m := &csiMock{name: name, endpoint: filepath.Join(dir, "csi.sock"), said: make(chan string, 16)}
+	return runCSIMock(t, name, filepath.Join(dir, "csi.sock"), args)
+}
+
+// restart starts the driver again, as its DaemonSet would after it
+// crashed: a new process on the same sockets, with the same flags and a
+// fresh call log (the mock keeps its volumes in memory only).
+func (m *csiMock) restart(t *testing.T) *csiMock {
+	t.Helper()
+	m.stop(t)
+	return runCSIMock(t, m.name, m.endpoint, m.args)
+}
+
+func runCSIMock(t *testing.T, name, endpoint string, args []string) *csiMock {
+	t.Helper()
+	bin := os.Getenv("GOKUBELET_CSI_MOCK")
+	if bin == "" {
+		t.Fatal("GOKUBELET_CSI_MOCK is not set: run through make test (hack/test.sh builds upstream's mock CSI driver)")
+	}
+	m := &csiMock{name: name, endpoint: endpoint, args: args, said: make(chan string, 16)}
 	reg := filepath.Join(rootDir, "plugins_registry", name+"-reg.sock")
 	m.cmd = osexec.Command(bin, append([]string{"-endpoint", m.endpoint, "-registration", reg, "-name", name}, args...)...)
 	out, err := m.cmd.StdoutPipe()
@@ -65,6 +82,7 @@ func startCSIMock(t *testing.T, name string, args ...string) *csiMock {
 	if err := m.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	m.exited = make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(out)
 		sc.Buffer(make([]byte, 64*1024), 1024*1024)
@@ -85,6 +103,8 @@ func startCSIMock(t *testing.T, name string, args ...string) *csiMock {
 			m.said <- line
 		}
 		close(m.said)
+		_ = m.cmd.Wait()
+		close(m.exited)
 	}()
 	t.Cleanup(func() { m.stop(t) })
 	return m
@@ -118,11 +138,21 @@ func (m *csiMock) served(method string) []mockCall {
 
 // stop ends the driver as a registrar stops: its registration socket goes.
 func (m *csiMock) stop(t *testing.T) {
-	if m.cmd.ProcessState != nil {
-		return
-	}
+	_ = m.cmd.Process.Signal(syscall.SIGCONT)
 	_ = m.cmd.Process.Signal(syscall.SIGTERM)
-	_ = m.cmd.Wait()
+	<-m.exited
+}
+
+// signal sends the driver's process sig (SIGSTOP: a driver that accepts
+// calls and never answers them; SIGKILL: a crash, leaving its sockets).
+func (m *csiMock) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := m.cmd.Process.Signal(sig); err != nil {
+		t.Fatalf("driver %s: %v: %v", m.name, sig, err)
+	}
+	if sig == syscall.SIGKILL {
+		<-m.exited
+	}
 }
 
 // TestCSIDriverRegistration: upstream's mock CSI driver registers through
