@@ -95,8 +95,9 @@ if [ "${BENCH_MODE:-}" = scale ]; then
 fi
 # The upstream kubelet, cached by version like the control plane (minutes on
 # the first run).
-[ "${BENCH_MODE:-}" = churn ] || hack/build-upstream.sh kubelet >&2 9>&-
+[ "${BENCH_MODE:-}" = churn ] || hack/build-upstream.sh kubelet csi-mock >&2 9>&-
 UPSTREAM_KUBELET=$UPSTREAM_CACHE/$KUBE_VERSION/bin/kubelet
+CSI_MOCK=$UPSTREAM_CACHE/$KUBE_VERSION/bin/csi-mock
 
 # The control plane only; the node kubelet of `make cluster` would claim the
 # same Node.
@@ -125,7 +126,7 @@ if [ "${BENCH_MODE:-}" = churn ]; then
   exit 0
 fi
 # shellcheck disable=SC2086
-"$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -upstream "$UPSTREAM_KUBELET" \
+"$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -upstream "$UPSTREAM_KUBELET" -csi-mock "$CSI_MOCK" \
   -rounds "$ROUNDS" -cri "unix://$(hack/containerd.sh socket bench)" \
   -work-dir "$WORK" -out "$OUT" -commit "$commit" ${BENCH_ARGS:-} 9>&-
 echo "bench: wrote $OUT; kubelet logs in $WORK" >&2

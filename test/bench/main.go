@@ -43,6 +43,10 @@ type options struct {
 	streamN        int
 	streamEvery    time.Duration
 	settleIdle     time.Duration
+	// The CSI workload (csi.go): upstream's mock CSI driver, pods, interval.
+	csiMock  string
+	csiPods  int
+	csiEvery time.Duration
 	// churn > 0 runs the churn workload (our kubelet only) instead of the
 	// comparison, and writes only its section of the report.
 	churn            int
@@ -96,6 +100,9 @@ func main() {
 	flag.IntVar(&o.batchLarge, "batch-large", 100, "pods in the large batch (and the churn)")
 	flag.IntVar(&o.streamN, "stream", 60, "pods in the steady stream")
 	flag.DurationVar(&o.streamEvery, "stream-every", 200*time.Millisecond, "interval of the steady stream")
+	flag.StringVar(&o.csiMock, "csi-mock", "", "upstream's mock CSI driver with its registration glue (hack/build-upstream.sh csi-mock), for the CSI workload")
+	flag.IntVar(&o.csiPods, "csi-pods", 20, "pods in the CSI workload, each with its own pre-provisioned volume")
+	flag.DurationVar(&o.csiEvery, "csi-every", 500*time.Millisecond, "interval of the CSI workload's pods")
 	flag.DurationVar(&o.settleIdle, "settle", 10*time.Second, "settle time before the idle RSS with the large batch running")
 	flag.IntVar(&o.churn, "churn", 0, "run the churn workload with this many pods instead of the comparison (our kubelet only)")
 	flag.IntVar(&o.churnConcurrency, "churn-concurrency", 10, "pods alive at once in the churn workload")
@@ -131,6 +138,10 @@ func main() {
 	}
 	if o.ours == "" || (o.upstream == "" && o.churn == 0 && o.scale.pods == 0) {
 		fmt.Fprintln(os.Stderr, "bench: -ours and -upstream are required")
+		os.Exit(2)
+	}
+	if o.upstream != "" && o.churn == 0 && o.scale.pods == 0 && o.csiMock == "" {
+		fmt.Fprintln(os.Stderr, "bench: -csi-mock is required for the comparison (its CSI workload)")
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
@@ -459,6 +470,11 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	}
 	if err := t.waitAll(stream, gone, 180*time.Second); err != nil {
 		return fmt.Errorf("deleting stream: %w", err)
+	}
+
+	// Pods with a pre-provisioned CSI volume each (csi.go).
+	if err := b.runCSI(ctx, kind, dir, ns, t); err != nil {
+		return err
 	}
 
 	// Log reads (livetail.go).

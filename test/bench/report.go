@@ -13,6 +13,7 @@ var (
 		{"batch-large", "batch of %d"},
 		{"stream", "stream of %d"},
 		{"churn", "churn: delete %d"},
+		{"csi", "CSI: stream of %d pods, each with a pre-provisioned volume of upstream's mock driver"},
 	}
 	latencyFigs = []figure{
 		{"p50", "p50 (s)"}, {"p90", "p90 (s)"}, {"p99", "p99 (s)"}, {"max", "max (s)"}, {"batch", "whole batch (s)"},
@@ -40,6 +41,8 @@ func (b *bench) wlLabel(key, label string) string {
 		n = b.opt.batchLarge
 	case "stream":
 		n = b.opt.streamN
+	case "csi":
+		return fmt.Sprintf(label+" (1 / %v)", b.opt.csiPods, b.opt.csiEvery)
 	}
 	if key == "stream" {
 		return fmt.Sprintf(label+" (1 / %v)", n, b.opt.streamEvery)
@@ -138,7 +141,14 @@ part by hand; re-run `+"`make bench`"+` instead.
 - Workloads per kubelet and round, in this order on an otherwise empty node: a batch of %d pods
   created at once (one create call per pod, all in parallel; client QPS 1000), then deleted; a
   batch of %d the same way, left running for %v (idle RSS); churn: the %d pods deleted at once; a
-  steady stream of %d pods, one every %v, then deleted.
+  steady stream of %d pods, one every %v, then deleted; then the CSI workload: upstream's mock CSI
+  driver (`+"`hack/csi-mock`"+`, the driver of upstream's csi-mock e2e specs) started and registered
+  through this kubelet's plugins_registry, %d volumes created in it with CreateVolume (as a
+  provisioner would) and bound to claims before any pod exists, then %d pods, one every %v, each
+  mounting its own claim (CSIDriver: no attach; the mock stages, so each volume is staged and
+  published), then deleted, waiting until every volume is unstaged. The mock mounts nothing:
+  the figure is the kubelet's share of a CSI volume's set-up (the claim, volume and CSIDriver
+  reads, NodeStageVolume, NodePublishVolume, their bookkeeping). It has no floor.
 - Startup latency per pod (the upstream pod-startup SLI, no pulls): from the moment the driver
   issued the create call to the arrival of the first watch event showing every container running
   (driver clock, sub-millisecond; never the API's 1 s timestamps). "Whole batch": first create
@@ -170,7 +180,7 @@ part by hand; re-run `+"`make bench`"+` instead.
 %s
 `, m.date, m.commit, m.upstream, m.server, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
 		o.verbosity, testImage, o.batchSmall, o.batchLarge, o.settleIdle, o.batchLarge, o.streamN, o.streamEvery,
-		o.settleIdle, o.settleIdle, table, b.phaseTable())
+		o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable())
 	sb.WriteString(b.liveTailTable())
 	if len(b.fails) > 0 {
 		sb.WriteString("### Failed runs (their figures are missing above)\n\n")

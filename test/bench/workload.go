@@ -224,9 +224,15 @@ func parallel(n, workers int, f func(i int) error) error {
 // createPods creates the named pods, `workers` at a time (interval 0) or one
 // every interval, recording when each create call was issued.
 func createPods(ctx context.Context, cs kubernetes.Interface, ns string, t *tracker, names []string, workers int, interval time.Duration) error {
+	return createPodsWith(ctx, cs, ns, t, names, workers, interval, benchPod)
+}
+
+// createPodsWith is createPods with the pods pod builds.
+func createPodsWith(ctx context.Context, cs kubernetes.Interface, ns string, t *tracker, names []string, workers int, interval time.Duration,
+	pod func(name string) *v1.Pod) error {
 	create := func(i int) error {
 		t.set(names[i], func(p *podTimes) { p.createIssued = time.Now() })
-		_, err := cs.CoreV1().Pods(ns).Create(ctx, benchPod(names[i]), metav1.CreateOptions{})
+		_, err := cs.CoreV1().Pods(ns).Create(ctx, pod(names[i]), metav1.CreateOptions{})
 		return err
 	}
 	if interval == 0 {
