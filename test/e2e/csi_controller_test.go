@@ -352,6 +352,59 @@ func TestCSIProvisionerAndAttacher(t *testing.T) {
 			return apierrors.IsNotFound(err), err.Error()
 		})
 	}
+
+	t.Run("generic ephemeral volume", func(t *testing.T) { testCSIGenericEphemeral(t, m, nodeName, ns, sc) })
+}
+
+// testCSIGenericEphemeral: a pod's generic ephemeral volume of the CSI
+// StorageClass sc. The ephemeral volume controller creates its claim, owned
+// by the pod; the provisioner provisions it and the attacher attaches it;
+// the kubelet stages and publishes it and the pod runs. Deleting the pod
+// unpublishes, unstages and detaches the volume, and the garbage collector
+// deletes the claim with its pod, so the provisioner deletes the volume.
+func testCSIGenericEphemeral(t *testing.T, m *csiMock, nodeName, ns, sc string) {
+	ctx := context.Background()
+	pod := volumePod("scratch", v1.VolumeSource{Ephemeral: &v1.EphemeralVolumeSource{VolumeClaimTemplate: &v1.PersistentVolumeClaimTemplate{
+		Spec: v1.PersistentVolumeClaimSpec{StorageClassName: ptr.To(sc), AccessModes: []v1.PersistentVolumeAccessMode{v1.ReadWriteOnce},
+			Resources: v1.VolumeResourceRequirements{Requests: v1.ResourceList{v1.ResourceStorage: resource.MustParse("1Gi")}}}}}})
+	created := createPod(t, ns, pod)
+	waitPod(t, ns, "scratch", "running", running)
+	pvc, err := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "scratch-data", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !metav1.IsControlledBy(pvc, created) || pvc.Spec.VolumeName == "" {
+		t.Fatalf("the ephemeral claim: owners %+v, volume %q", pvc.OwnerReferences, pvc.Spec.VolumeName)
+	}
+	pv, err := client.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	handle := pv.Spec.CSI.VolumeHandle
+	staging := filepath.Join(rootDir, "plugins", "kubernetes.io", "csi", m.name, sha256Hex(handle), "globalmount")
+	target := filepath.Join(rootDir, "pods", string(created.UID), "volumes", "kubernetes.io~csi", pv.Name, "mount")
+	m.servedOK(t, "ControllerPublishVolume", "volume_id", handle)
+	m.servedOK(t, "NodeStageVolume", "staging_target_path", staging)
+	if pub := m.servedOK(t, "NodePublishVolume", "target_path", target); strMap(pub["volume_context"])["csi.storage.k8s.io/ephemeral"] == "true" {
+		t.Errorf("a generic ephemeral volume is a persistent volume to the driver: %v", pub)
+	}
+	inUse(t, nodeName, "kubernetes.io/csi/"+m.name+"^"+handle, true)
+
+	if err := client.CoreV1().Pods(ns).Delete(ctx, "scratch", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, ns, "scratch")
+	m.servedOK(t, "NodeUnpublishVolume", "target_path", target)
+	m.servedOK(t, "NodeUnstageVolume", "staging_target_path", staging)
+	m.servedOK(t, "ControllerUnpublishVolume", "volume_id", handle)
+	inUse(t, nodeName, "kubernetes.io/csi/"+m.name+"^"+handle, false)
+	gone(t, "the pod's CSI volume directory", filepath.Dir(target))
+	m.servedOK(t, "DeleteVolume", "volume_id", handle)
+	framework.Eventually(t, "the ephemeral claim and its PersistentVolume deleted", func() (bool, string) {
+		_, cerr := client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, "scratch-data", metav1.GetOptions{})
+		_, verr := client.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(cerr) && apierrors.IsNotFound(verr), fmt.Sprint(cerr, verr)
+	})
 }
 
 // mapAt is the JSON object at key of a logged request (empty if none).
