@@ -118,6 +118,9 @@ type volumeInput struct {
 	// pod's namespace): its usage is its filesystem's (fs), as upstream's
 	// statfs metrics, and it is no ephemeral storage.
 	claim string
+	// driver: usage and fs are the volume driver's answer (used bytes
+	// and inodes as it said them), not statfs.
+	driver bool
 }
 
 func u64(v uint64) *uint64 { return &v }
@@ -364,7 +367,7 @@ func buildPod(now time.Time, in podInput, rootFs, imageFs *FsInfo, cpuMemOnly bo
 	for _, v := range in.volumes {
 		fi := v.fs
 		if v.claim != "" {
-			out.VolumeStats = append(out.VolumeStats, statsapi.VolumeStats{Name: v.name, FsStats: *fsStats(&fi, nil, nil, v.time),
+			out.VolumeStats = append(out.VolumeStats, statsapi.VolumeStats{Name: v.name, FsStats: *v.claimFsStats(),
 				PVCRef: &statsapi.PVCReference{Name: v.claim, Namespace: in.status.Namespace}})
 			continue
 		}
