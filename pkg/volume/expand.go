@@ -79,18 +79,25 @@ func (m *Manager) forgetExpansions(uid types.UID) {
 	m.expMu.Lock()
 	defer m.expMu.Unlock()
 	delete(m.expansions, uid)
+	delete(m.expandSoon, uid)
 }
 
-// kickExpansion asks for an expansion check soon.
-func (m *Manager) kickExpansion() {
+// kickExpansion asks for an expansion check of the pod's volume soon.
+func (m *Manager) kickExpansion(uid types.UID, volume string) {
+	m.expMu.Lock()
+	if m.expandSoon[uid] == nil {
+		m.expandSoon[uid] = map[string]bool{}
+	}
+	m.expandSoon[uid][volume] = true
+	m.expMu.Unlock()
 	select {
 	case m.expandKick <- struct{}{}:
 	default:
 	}
 }
 
-// expansionLoop checks the CSI claim volumes for expansion every period
-// and when kicked, until ctx ends.
+// expansionLoop checks every CSI claim volume for expansion every period,
+// and those just set up when kicked, until ctx ends.
 func (m *Manager) expansionLoop(ctx context.Context) {
 	tick := m.opts.Clock.NewTicker(m.opts.ExpansionCheckPeriod)
 	defer tick.Stop()
@@ -99,9 +106,14 @@ func (m *Manager) expansionLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C():
+			m.CheckExpansions(ctx)
 		case <-m.expandKick:
+			m.expMu.Lock()
+			soon := m.expandSoon
+			m.expandSoon = map[types.UID]map[string]bool{}
+			m.expMu.Unlock()
+			m.checkExpansions(ctx, func(c expandCandidate) bool { return soon[c.pod.UID][c.volume] })
 		}
-		m.CheckExpansions(ctx)
 	}
 }
 
@@ -137,6 +149,10 @@ func (m *Manager) expandCandidates() []expandCandidate {
 // CheckExpansions grows the filesystems of mounted CSI volumes whose
 // PersistentVolume grew, as upstream's node expansion does.
 func (m *Manager) CheckExpansions(ctx context.Context) {
+	m.checkExpansions(ctx, func(expandCandidate) bool { return true })
+}
+
+func (m *Manager) checkExpansions(ctx context.Context, which func(expandCandidate) bool) {
 	if m.csi == nil || m.opts.Claims == nil {
 		return
 	}
@@ -144,7 +160,9 @@ func (m *Manager) CheckExpansions(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		m.checkExpansion(ctx, c)
+		if which(c) {
+			m.checkExpansion(ctx, c)
+		}
 	}
 }
 

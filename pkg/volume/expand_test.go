@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	plugincsi "github.com/gokubelet/kubelet/pkg/plugins/csi"
 	"github.com/gokubelet/kubelet/pkg/plugins/csi/csitest"
 )
@@ -189,4 +190,26 @@ func TestOnlineExpansionFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A claim grown while its volume was not mounted (NodeResizePending when
+// the pod starts) is expanded right after the set-up, without waiting
+// for the period.
+func TestExpansionAfterSetUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e, fake, _, p := expandEnv(t, csipb.NodeServiceCapability_RPC_EXPAND_VOLUME)
+	if err := e.m.TearDownPod(ctx, p.UID); err != nil {
+		t.Fatal(err)
+	}
+	e.grow("3Gi")
+	done := make(chan struct{})
+	go func() { e.m.expansionLoop(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	p2 := pod("u2", pvcVol("data", "claim"))
+	e.setUp(p2)
+	eventually.True(t, "NodeExpandVolume after the set-up", func() bool {
+		r, _ := fake.Last("NodeExpandVolume").(*csipb.NodeExpandVolumeRequest)
+		return r != nil && r.GetCapacityRange().GetRequiredBytes() == 3<<30 && strings.Contains(r.GetVolumePath(), "/pods/u2/")
+	})
 }

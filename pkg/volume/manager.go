@@ -103,6 +103,8 @@ type Manager struct {
 	// by pod and volume name (expand.go).
 	expMu      sync.Mutex
 	expansions map[types.UID]map[string]*expansionState
+	// expandSoon are volumes just set up, checked when expandKick fires.
+	expandSoon map[types.UID]map[string]bool
 	expandKick chan struct{}
 }
 
@@ -151,7 +153,7 @@ func New(opts Options) *Manager {
 		opts.NodeAllocatable = func() v1.ResourceList { return nil }
 	}
 	m := &Manager{opts: opts, pods: map[types.UID]*podVolumes{}, dirty: map[types.UID]bool{}, kick: make(chan struct{}, 1),
-		expansions: map[types.UID]map[string]*expansionState{}, expandKick: make(chan struct{}, 1)}
+		expansions: map[types.UID]map[string]*expansionState{}, expandSoon: map[types.UID]map[string]bool{}, expandKick: make(chan struct{}, 1)}
 	if opts.CSIDrivers != nil {
 		var tokens volcsi.TokenGetter
 		if opts.Tokens != nil {
@@ -301,7 +303,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 		if c, ok := vs.src.(*claim); ok && c.csi != nil && !vs.ready {
 			// A claim grown while the volume was not mounted (or
 			// while the kubelet was down) is expanded now.
-			m.kickExpansion()
+			m.kickExpansion(pod.UID, vs.name)
 		}
 		vs.ready, vs.lastErr = true, ""
 	}
