@@ -16,7 +16,8 @@ import (
 // kubelet_volume_stats_* report it by claim.
 type ClaimVolume struct {
 	// Volume is the pod's volume name, Claim the claim's name in the
-	// pod's namespace, Path the volume's directory.
+	// pod's namespace ("" for an inline CSI volume, which has Measure and
+	// is reported in the Summary only), Path the volume's directory.
 	Volume, Claim, Path string
 	// Measure, when set, is the volume's usage as its driver reports it
 	// (a CSI driver's NodeGetVolumeStats), used instead of statfs of
@@ -94,6 +95,9 @@ func (p *Provider) VolumeStats() []metrics.VolumeStats {
 		}
 		// A scrape never waits for a driver: it gets the last answer.
 		for _, v := range p.claimVolumes(ps.UID, now, now) {
+			if v.claim == "" {
+				continue // an inline CSI volume: no claim to report by
+			}
 			key := [2]string{ps.Namespace, v.claim}
 			if seen[key] {
 				continue

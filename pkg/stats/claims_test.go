@@ -134,12 +134,23 @@ func TestDriverReportedVolumes(t *testing.T) {
 				Measure: func() (VolumeUsage, error) { return VolumeUsage{}, fmt.Errorf("driver d: %w", ErrUsageNotReported) }},
 			{Volume: "failing", Claim: "failing-claim", Path: "/y", Key: "csi/v3#0",
 				Measure: func() (VolumeUsage, error) { return VolumeUsage{}, errors.New("NodeGetVolumeStats failed: boom") }},
+			{Volume: "inline", Path: "/z", Key: "csi/v4#0",
+				Measure: func() (VolumeUsage, error) {
+					return VolumeUsage{Capacity: 5000, Available: 1000, Used: 4000, Inodes: 10, InodesFree: 4, InodesUsed: 6}, nil
+				}},
 		}
 	}
+	base, err := newFixture(t).p.Summary(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ephBefore := *base.Pods[0].EphemeralStorage.UsedBytes
 	f.p.fsInfo = func(string) (FsInfo, error) {
 		t.Error("statfs of a volume its driver measures")
 		return FsInfo{}, errors.New("no")
 	}
+	var inline string
+	var eph uint64
 	summary := func() []string {
 		t.Helper()
 		f.p.fullAt = time.Time{}
@@ -150,14 +161,23 @@ func TestDriverReportedVolumes(t *testing.T) {
 		var got []string
 		for _, v := range s.Pods[0].VolumeStats {
 			if v.PVCRef == nil {
+				if v.Name == "inline" {
+					inline = fmt.Sprintf("%d/%d/%d:%d/%d/%d", *v.CapacityBytes, *v.AvailableBytes, *v.UsedBytes, *v.Inodes, *v.InodesFree, *v.InodesUsed)
+				}
 				continue
 			}
 			got = append(got, fmt.Sprintf("%s:%s:%d/%d/%d:%d/%d/%d", v.Name, v.PVCRef.Name, *v.CapacityBytes, *v.AvailableBytes, *v.UsedBytes, *v.Inodes, *v.InodesFree, *v.InodesUsed))
 		}
+		eph = *s.Pods[0].EphemeralStorage.UsedBytes
 		return got
 	}
 	if got := summary(); len(got) != 1 || got[0] != "csi:csi-claim:1073741824/700/300:0/0/0" {
 		t.Fatalf("volume stats = %v", got)
+	}
+	// An inline CSI volume: the driver's numbers, no claim, and no
+	// ephemeral storage.
+	if inline != "5000/1000/4000:10/4/6" || eph != ephBefore {
+		t.Errorf("inline volume %q, ephemeral storage %d (without the volumes %d)", inline, eph, ephBefore)
 	}
 	// Within the period: the cached answer, the driver is not asked again.
 	if got := summary(); len(got) != 1 || asked.Load() != 1 {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	plugincsi "github.com/gokubelet/kubelet/pkg/plugins/csi"
+	volcsi "github.com/gokubelet/kubelet/pkg/volume/csi"
 )
 
 // ClaimVolume is a pod's volume backed by a PersistentVolumeClaim whose
@@ -15,7 +16,9 @@ import (
 // pvcRef): one set up on a local PersistentVolume (statfs of its
 // directory), or a CSI one (its driver's NodeGetVolumeStats, see
 // CSIVolumeStats). Upstream's hostPath volume plugin reports no usage, so
-// hostPath PersistentVolumes are not listed.
+// hostPath PersistentVolumes are not listed. An inline CSI volume is
+// listed too, with no Claim: upstream reports its driver's usage, without
+// a pvcRef and not as ephemeral storage.
 type ClaimVolume struct {
 	// Volume is the pod's volume name; Claim the claim's name (for a
 	// generic ephemeral volume, the claim created for it), in the pod's
@@ -64,8 +67,17 @@ func (m *Manager) CSIVolumeStats(ctx context.Context, c ClaimVolume) (plugincsi.
 func (m *Manager) recordClaims(uid types.UID, pv *podVolumes) {
 	var out []ClaimVolume
 	for name, vs := range pv.vols {
+		if !vs.ready || vs.path == "" {
+			continue
+		}
+		if in, ok := vs.src.(*csiInline); ok {
+			// Reported as upstream does, without a claim.
+			out = append(out, ClaimVolume{Volume: name, Path: vs.path, CSIDriver: in.vol.CSI.Driver,
+				CSIHandle: volcsi.EphemeralHandle(string(uid), name)})
+			continue
+		}
 		c, ok := vs.src.(*claim)
-		if !ok || !vs.ready || vs.path == "" {
+		if !ok {
 			continue
 		}
 		switch {
