@@ -3,12 +3,16 @@
 # proxy and caches them by version outside the repository (like
 # hack/build-upstream.sh does for the control plane):
 #
-#   hack/build-csi-sidecars.sh          prints the two binaries' paths
+#   hack/build-csi-sidecars.sh          prints the three binaries' paths
 #
 #   $CSI_SIDECARS_CACHE/csi-provisioner/$CSI_PROVISIONER_VERSION/bin/csi-provisioner
 #       github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner
 #   $CSI_SIDECARS_CACHE/csi-attacher/$CSI_ATTACHER_VERSION/bin/csi-attacher
 #       github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher
+#   $CSI_SIDECARS_CACHE/csi-resizer/$CSI_RESIZER_VERSION/bin/csi-resizer
+#       github.com/kubernetes-csi/external-resizer/cmd/csi-resizer
+#       (v1.14.0: the release the Go module proxy serves; the resizer's
+#       module has no major version suffix)
 #
 # Not in build-upstream.sh's shared wrapper module: the provisioner requires
 # k8s.io/kubernetes v1.36.x with its staging modules replaced at v0.36.x,
@@ -26,6 +30,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 CSI_PROVISIONER_VERSION=${CSI_PROVISIONER_VERSION:-v6.4.0}
 CSI_ATTACHER_VERSION=${CSI_ATTACHER_VERSION:-v4.13.0}
+CSI_RESIZER_VERSION=${CSI_RESIZER_VERSION:-v1.14.0}
 CSI_SIDECARS_CACHE=${CSI_SIDECARS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/csi-sidecars}
 
 # build NAME MODULE VERSION: builds MODULE/cmd/NAME at VERSION into
@@ -58,5 +63,7 @@ build() {
 
 build csi-provisioner github.com/kubernetes-csi/external-provisioner/v6 "$CSI_PROVISIONER_VERSION"
 build csi-attacher github.com/kubernetes-csi/external-attacher/v4 "$CSI_ATTACHER_VERSION"
+build csi-resizer github.com/kubernetes-csi/external-resizer "$CSI_RESIZER_VERSION"
 echo "$CSI_SIDECARS_CACHE/csi-provisioner/$CSI_PROVISIONER_VERSION/bin/csi-provisioner"
 echo "$CSI_SIDECARS_CACHE/csi-attacher/$CSI_ATTACHER_VERSION/bin/csi-attacher"
+echo "$CSI_SIDECARS_CACHE/csi-resizer/$CSI_RESIZER_VERSION/bin/csi-resizer"

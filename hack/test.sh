@@ -73,11 +73,12 @@ if wants e2e || wants conformance; then
   export GOKUBELET_SAMPLE_DEVICE_PLUGIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin/sample-device-plugin
   hack/build-upstream.sh dra-test-driver
   export GOKUBELET_DRA_TEST_DRIVER=$UPSTREAM_CACHE/$KUBE_VERSION/bin/dra-test-driver
-  stage "the CSI controller sidecars (external-provisioner, external-attacher): csi-provisioner and csi-attacher for the CSI tests (the first run builds them: minutes; cached after)"
+  stage "the CSI controller sidecars (external-provisioner, external-attacher, external-resizer): csi-provisioner, csi-attacher and csi-resizer for the CSI tests (the first run builds them: minutes; cached after)"
   csi_sidecars=$(hack/build-csi-sidecars.sh)
   GOKUBELET_CSI_PROVISIONER=$(sed -n 1p <<<"$csi_sidecars")
   GOKUBELET_CSI_ATTACHER=$(sed -n 2p <<<"$csi_sidecars")
-  export GOKUBELET_CSI_PROVISIONER GOKUBELET_CSI_ATTACHER
+  GOKUBELET_CSI_RESIZER=$(sed -n 3p <<<"$csi_sidecars")
+  export GOKUBELET_CSI_PROVISIONER GOKUBELET_CSI_ATTACHER GOKUBELET_CSI_RESIZER
 fi
 
 status=0

@@ -11,7 +11,7 @@
 // ignore tag keeps it out of this repository's module).
 //
 //	csi-mock -endpoint /run/mock/csi.sock -registration /var/lib/kubelet/plugins_registry/mock-reg.sock \
-//	         -name io.kubernetes.storage.mock [-attach-limit N] [-topology] [-log-calls] [-attach]
+//	         -name io.kubernetes.storage.mock [-attach-limit N] [-topology] [-log-calls] [-attach] [-node-expansion]
 //
 // It prints "registered" or "registration refused: <reason>" on stdout when
 // the kubelet tells it the outcome, and serves until SIGTERM or SIGINT.
@@ -23,6 +23,12 @@
 // ControllerUnpublishVolume) asked for and in which order. With -attach
 // the mock wants the publish context an attacher would give ("device"):
 // the node can only stage and publish its volumes once they are attached.
+// With -node-expansion the mock advertises the node capability
+// EXPAND_VOLUME and its ControllerExpandVolume answers
+// node_expansion_required, so a resized volume waits for the kubelet's
+// NodeExpandVolume (the mock's Config.NodeExpansionRequired). Its
+// NodeGetVolumeStats (GET_VOLUME_STATS, always advertised) reports the
+// volume's capacity as the total bytes, and nothing else.
 //
 // The Controller and Identity services are served on the same -endpoint
 // as the Node service (one process plays controller and node plugin, as
@@ -127,12 +133,14 @@ func main() {
 	topology := flag.Bool("topology", false, "report the mock's node topology segment")
 	logCalls := flag.Bool("log-calls", false, "print a line per CSI Node and Controller service call")
 	attach := flag.Bool("attach", false, "require the attacher's publish context (\"device\") to stage and publish")
+	nodeExpansion := flag.Bool("node-expansion", false, "advertise EXPAND_VOLUME: a volume grown by the controller needs NodeExpandVolume")
 	flag.Parse()
 	if *endpoint == "" || *registration == "" {
 		fmt.Fprintln(os.Stderr, "csi-mock: -endpoint and -registration are required")
 		os.Exit(2)
 	}
-	svc := service.New(service.Config{DriverName: *name, DisableAttach: !*attach, AttachLimit: *attachLimit, EnableTopology: *topology})
+	svc := service.New(service.Config{DriverName: *name, DisableAttach: !*attach, AttachLimit: *attachLimit, EnableTopology: *topology,
+		NodeExpansionRequired: *nodeExpansion})
 	interceptors := []grpc.UnaryServerInterceptor{recoverPanics}
 	if *logCalls {
 		interceptors = append([]grpc.UnaryServerInterceptor{logServedCalls}, interceptors...)

@@ -144,9 +144,11 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	// Volumes: configMap, secret, projected and claim volumes need the API
 	// server (standalone, such pods wait with a reason).
 	var claims volume.ClaimGetter
+	var claimStatus volume.ClaimStatusWriter
 	var csiAPI volcsi.API
 	if clients != nil {
 		claims = volume.ClientClaims(clients.Kube)
+		claimStatus = volume.ClientClaimStatus(clients.Kube)
 		csiAPI = volcsi.ClientAPI(clients.Kube)
 	}
 	// The plugin surface (plugins.go): its CSI drivers are known to the
@@ -185,6 +187,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Objects:         core.Objects(),
 		Tokens:          core.Tokens(),
 		Claims:          claims,
+		ClaimStatus:     claimStatus,
 		NodeAllocatable: func() v1.ResourceList { return core.Node().Status.Allocatable },
 		Recorder:        core.Recorder(),
 		Clock:           clock.RealClock{},

@@ -11,6 +11,10 @@ package kubelet
 // both exist, before the servers are bound.
 
 import (
+	"context"
+	"errors"
+	"fmt"
+
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -26,7 +30,35 @@ import (
 	"github.com/gokubelet/kubelet/pkg/server/monitoring"
 	"github.com/gokubelet/kubelet/pkg/stats"
 	"github.com/gokubelet/kubelet/pkg/volume"
+	volcsi "github.com/gokubelet/kubelet/pkg/volume/csi"
 )
+
+// claimVolumeStats is how the stats provider measures a claim volume:
+// statfs of a local one, the driver's NodeGetVolumeStats for a CSI one
+// (as upstream; measured again after each node expansion).
+func claimVolumeStats(volumes *volume.Manager, c volume.ClaimVolume) stats.ClaimVolume {
+	out := stats.ClaimVolume{Volume: c.Volume, Claim: c.Claim, Path: c.Path}
+	if c.CSIDriver == "" {
+		return out
+	}
+	out.Key = fmt.Sprintf("csi %s^%s at %s (expansions %d)", c.CSIDriver, c.CSIHandle, c.Path, c.Expansions)
+	out.Measure = func() (stats.VolumeUsage, error) {
+		u, err := volumes.CSIVolumeStats(context.Background(), c)
+		var ns *volcsi.NotSupportedError
+		if errors.As(err, &ns) {
+			return stats.VolumeUsage{}, fmt.Errorf("%w: %v", stats.ErrUsageNotReported, err)
+		}
+		if err != nil {
+			return stats.VolumeUsage{}, err
+		}
+		out := stats.VolumeUsage{Capacity: u.Bytes.Total, Available: u.Bytes.Available, Used: u.Bytes.Used}
+		if u.Inodes != nil {
+			out.Inodes, out.InodesFree, out.InodesUsed = u.Inodes.Total, u.Inodes.Available, u.Inodes.Used
+		}
+		return out, nil
+	}
+	return out
+}
 
 // The startup timeline hears the engine's pods.
 var _ cri.Observer = (*timeline.Tracker)(nil)
@@ -62,7 +94,7 @@ func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntim
 		ClaimVolumes: func(uid types.UID) []stats.ClaimVolume {
 			var out []stats.ClaimVolume
 			for _, c := range volumes.ClaimVolumes(uid) {
-				out = append(out, stats.ClaimVolume{Volume: c.Volume, Claim: c.Claim, Path: c.Path})
+				out = append(out, claimVolumeStats(volumes, c))
 			}
 			return out
 		},

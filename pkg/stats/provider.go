@@ -256,7 +256,7 @@ func (p *Provider) collect(ctx context.Context, now time.Time, cpuMemOnly bool) 
 					in.volumes = append(in.volumes, volumeInput{name: v.Name, usage: u, fs: fi, time: at})
 				}
 			}
-			in.volumes = append(in.volumes, p.claimVolumes(ps.UID, now)...)
+			in.volumes = append(in.volumes, p.claimVolumes(ps.UID, now, deadline)...)
 		}
 		pods = append(pods, in)
 	}

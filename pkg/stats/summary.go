@@ -118,6 +118,9 @@ type volumeInput struct {
 	// pod's namespace): its usage is its filesystem's (fs), as upstream's
 	// statfs metrics, and it is no ephemeral storage.
 	claim string
+	// driver: usage and fs are the volume driver's answer (used bytes
+	// and inodes as it said them), not statfs.
+	driver bool
 }
 
 func u64(v uint64) *uint64 { return &v }
@@ -363,9 +366,15 @@ func buildPod(now time.Time, in podInput, rootFs, imageFs *FsInfo, cpuMemOnly bo
 	}
 	for _, v := range in.volumes {
 		fi := v.fs
-		if v.claim != "" {
-			out.VolumeStats = append(out.VolumeStats, statsapi.VolumeStats{Name: v.name, FsStats: *fsStats(&fi, nil, nil, v.time),
-				PVCRef: &statsapi.PVCReference{Name: v.claim, Namespace: in.status.Namespace}})
+		if v.claim != "" || v.driver {
+			// A persistent volume, or one its driver measures (an
+			// inline CSI volume, reported without a claim): no
+			// ephemeral storage.
+			vs := statsapi.VolumeStats{Name: v.name, FsStats: *v.claimFsStats()}
+			if v.claim != "" {
+				vs.PVCRef = &statsapi.PVCReference{Name: v.claim, Namespace: in.status.Namespace}
+			}
+			out.VolumeStats = append(out.VolumeStats, vs)
 			continue
 		}
 		vs := statsapi.VolumeStats{Name: v.name, FsStats: *fsStats(&fi, u64(v.usage.Bytes), u64(v.usage.Inodes), v.time)}

@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -67,6 +68,10 @@ type volumeUsage struct {
 	lastAsked time.Time
 	running   bool
 	done      chan struct{}
+	// lastErr is the last failure logged ("" after a success); a
+	// failed measurement is tried again a period after failedAt.
+	lastErr  string
+	failedAt time.Time
 }
 
 // volumeCache measures volume directories in the background, at most once
@@ -101,18 +106,26 @@ func newVolumeCache(period time.Duration, clk clock.PassiveClock) *volumeCache {
 // is fresh. When there is none yet it waits for the new one until
 // deadline.
 func (c *volumeCache) get(path string, deadline time.Time) (DiskUsage, FsInfo, time.Time, bool) {
+	return c.getWith(path, func() (DiskUsage, FsInfo, error) { return c.measure(path) }, true, deadline)
+}
+
+// getWith is get for a measurement of key that measure makes; walk says
+// it walks a directory (walks share a few slots; a driver's answer, which
+// is bounded by its own timeout, does not wait for them).
+func (c *volumeCache) getWith(key string, measure func() (DiskUsage, FsInfo, error), walk bool, deadline time.Time) (DiskUsage, FsInfo, time.Time, bool) {
 	now := c.clock.Now()
 	c.mu.Lock()
-	e := c.entries[path]
+	e := c.entries[key]
 	if e == nil {
 		e = &volumeUsage{}
-		c.entries[path] = e
+		c.entries[key] = e
 	}
 	e.lastAsked = now
-	if !e.running && (e.measuredAt.IsZero() || now.Sub(e.measuredAt) >= c.period) {
+	if !e.running && (e.measuredAt.IsZero() || now.Sub(e.measuredAt) >= c.period) &&
+		(e.failedAt.IsZero() || now.Sub(e.failedAt) >= c.period) {
 		e.running = true
 		e.done = make(chan struct{})
-		go c.run(path, e)
+		go c.run(key, e, measure, walk)
 	}
 	done, have := e.done, !e.measuredAt.IsZero()
 	c.mu.Unlock()
@@ -134,20 +147,48 @@ func (c *volumeCache) get(path string, deadline time.Time) (DiskUsage, FsInfo, t
 	return e.usage, e.fs, e.measuredAt, true
 }
 
-func (c *volumeCache) run(path string, e *volumeUsage) {
-	c.slots <- struct{}{}
-	u, fi, err := c.measure(path)
-	<-c.slots
+// ErrUsageNotReported is a measurement the volume's driver does not offer
+// (a CSI driver without GET_VOLUME_STATS): the volume is left out of the
+// stats, as upstream, and one log line says so.
+var ErrUsageNotReported = errors.New("the volume's driver does not report its usage")
+
+func (c *volumeCache) run(key string, e *volumeUsage, measure func() (DiskUsage, FsInfo, error), walk bool) {
+	if walk {
+		c.slots <- struct{}{}
+	}
+	u, fi, err := measure()
+	if walk {
+		<-c.slots
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e.running = false
 	close(e.done)
 	if err != nil {
-		if !os.IsNotExist(err) {
-			klog.V(2).InfoS("Measuring volume usage failed", "path", path, "err", err)
+		e.failedAt = c.clock.Now()
+		// A failure is logged when it is new (a driver failing every
+		// period says so once, and again when it recovers).
+		switch msg := err.Error(); {
+		case os.IsNotExist(err):
+		case msg == e.lastErr:
+			klog.V(4).InfoS("Measuring volume usage still fails", "volume", key, "err", err)
+		case errors.Is(err, ErrUsageNotReported):
+			e.lastErr = msg
+			klog.InfoS("Volume usage not reported", "volume", key, "reason", err)
+		case walk:
+			e.lastErr = msg
+			klog.V(2).InfoS("Measuring volume usage failed", "path", key, "err", err)
+		default:
+			e.lastErr = msg
+			klog.ErrorS(err, "Measuring volume usage failed", "volume", key)
 		}
 		return
 	}
+	if e.lastErr != "" {
+		klog.InfoS("Measuring volume usage works again", "volume", key)
+		e.lastErr = ""
+	}
+	e.failedAt = time.Time{}
 	e.usage, e.fs, e.measuredAt = u, fi, c.clock.Now()
 }
 

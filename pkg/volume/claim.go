@@ -9,6 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -21,6 +22,21 @@ import (
 type ClaimGetter interface {
 	GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*v1.PersistentVolumeClaim, error)
 	GetPersistentVolume(ctx context.Context, name string) (*v1.PersistentVolume, error)
+}
+
+// ClaimStatusWriter patches a claim's status (strategic merge), as the
+// node: the Node authorizer lets a node write the status of the claims
+// its pods use, and NodeRestriction only its capacity, conditions and
+// allocated resources and their statuses.
+type ClaimStatusWriter interface {
+	PatchPersistentVolumeClaimStatus(ctx context.Context, namespace, name string, patch []byte) (*v1.PersistentVolumeClaim, error)
+}
+
+// ClientClaimStatus is a ClaimStatusWriter over an API client.
+func ClientClaimStatus(c kubernetes.Interface) ClaimStatusWriter { return clientClaims{c} }
+
+func (c clientClaims) PatchPersistentVolumeClaimStatus(ctx context.Context, ns, name string, patch []byte) (*v1.PersistentVolumeClaim, error) {
+	return c.c.CoreV1().PersistentVolumeClaims(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 }
 
 // ClientClaims is a ClaimGetter over an API client (plain GETs: a claim
@@ -53,6 +69,14 @@ type claim struct {
 	// republish: a CSI PersistentVolume whose driver asks for
 	// NodePublishVolume again periodically.
 	republish bool
+	// csi is the CSI PersistentVolume published to the pod (its usage
+	// is its driver's, and it is grown on the node: expand.go).
+	csi *csiClaim
+}
+
+// csiClaim is what a published CSI claim volume is.
+type csiClaim struct {
+	pv, driver, handle string
 }
 
 func (c *claim) kind() string {
@@ -147,6 +171,7 @@ func (c *claim) setUp(ctx context.Context, s *setup) (string, error) {
 			return "", err
 		}
 		path = res.Path
+		c.csi = &csiClaim{pv: pv.Name, driver: pv.Spec.CSI.Driver, handle: pv.Spec.CSI.VolumeHandle}
 	default:
 		return "", fmt.Errorf("PersistentVolume %q has type %s, which this node cannot mount", pv.Name, setField(pv.Spec.PersistentVolumeSource))
 	}

@@ -3,8 +3,10 @@ package volume
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,6 +107,18 @@ func TestCSIVolumesSetUpAndTornDown(t *testing.T) {
 		pvcVol("data", "claim"),
 		vol("scratch", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}))
 	e.setUp(p)
+	// The stats list both CSI volumes (measured by their driver), the
+	// inline one without a claim.
+	var listed []string
+	for _, c := range e.m.ClaimVolumes(p.UID) {
+		listed = append(listed, fmt.Sprintf("%s:%s:%s:%s:%s", c.Volume, c.Claim, c.CSIDriver, c.CSIHandle, strings.TrimPrefix(c.Path, e.root)))
+	}
+	if want := []string{
+		"data:claim:fake.csi.example.com:vol-1:/pods/u1/volumes/kubernetes.io~csi/pv1/mount",
+		"inline::fake.csi.example.com:" + volcsi.EphemeralHandle("u1", "inline") + ":/pods/u1/volumes/kubernetes.io~csi/inline/mount",
+	}; !slices.Equal(listed, want) {
+		t.Errorf("claim volumes %v, want %v", listed, want)
+	}
 	mnts, err := e.m.ContainerMounts(ctx, p, &p.Spec.Containers[0], nil)
 	if err != nil {
 		t.Fatal(err)

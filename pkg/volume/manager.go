@@ -43,6 +43,10 @@ type Options struct {
 	Tokens objects.TokenGetter
 	// Claims reads PersistentVolumeClaims and PersistentVolumes.
 	Claims ClaimGetter
+	// ClaimStatus writes claim status after a node expansion (nil: CSI
+	// volumes whose claims wait for the node are not expanded; a reason
+	// says so).
+	ClaimStatus ClaimStatusWriter
 	// CSIDrivers are the CSI drivers registered on the node (nil: none;
 	// CSI volumes wait with a reason naming their driver).
 	CSIDrivers CSIDrivers
@@ -71,6 +75,10 @@ type Options struct {
 	// change notice (default 1m): it renews tokens and catches anything a
 	// watch missed.
 	RefreshPeriod time.Duration
+	// ExpansionCheckPeriod is how often set-up CSI claim volumes are
+	// checked for a grown PersistentVolume (default RefreshPeriod, the
+	// sync frequency upstream re-reads claims at).
+	ExpansionCheckPeriod time.Duration
 }
 
 // Manager sets up, refreshes and tears down pod volumes. It is safe for
@@ -90,6 +98,14 @@ type Manager struct {
 	// dirty are pods whose refreshed volumes must be rewritten now.
 	dirty map[types.UID]bool
 	kick  chan struct{}
+
+	// expansions is the node expansion state of the CSI claim volumes,
+	// by pod and volume name (expand.go).
+	expMu      sync.Mutex
+	expansions map[types.UID]map[string]*expansionState
+	// expandSoon are volumes just set up, checked when expandKick fires.
+	expandSoon map[types.UID]map[string]bool
+	expandKick chan struct{}
 }
 
 type podVolumes struct {
@@ -121,6 +137,9 @@ func New(opts Options) *Manager {
 	if opts.RefreshPeriod <= 0 {
 		opts.RefreshPeriod = time.Minute
 	}
+	if opts.ExpansionCheckPeriod <= 0 {
+		opts.ExpansionCheckPeriod = opts.RefreshPeriod
+	}
 	if opts.SizeCheckPeriod <= 0 {
 		opts.SizeCheckPeriod = 10 * time.Second
 	}
@@ -133,7 +152,8 @@ func New(opts Options) *Manager {
 	if opts.NodeAllocatable == nil {
 		opts.NodeAllocatable = func() v1.ResourceList { return nil }
 	}
-	m := &Manager{opts: opts, pods: map[types.UID]*podVolumes{}, dirty: map[types.UID]bool{}, kick: make(chan struct{}, 1)}
+	m := &Manager{opts: opts, pods: map[types.UID]*podVolumes{}, dirty: map[types.UID]bool{}, kick: make(chan struct{}, 1),
+		expansions: map[types.UID]map[string]*expansionState{}, expandSoon: map[types.UID]map[string]bool{}, expandKick: make(chan struct{}, 1)}
 	if opts.CSIDrivers != nil {
 		var tokens volcsi.TokenGetter
 		if opts.Tokens != nil {
@@ -280,6 +300,11 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 		if vs.lastErr != "" && !vs.ready {
 			klog.FromContext(ctx).Info("Volume ready", "pod", klog.KObj(pod), "volume", vs.name, "type", vs.src.kind())
 		}
+		if c, ok := vs.src.(*claim); ok && c.csi != nil && !vs.ready {
+			// A claim grown while the volume was not mounted (or
+			// while the kubelet was down) is expanded now.
+			m.kickExpansion(pod.UID, vs.name)
+		}
 		vs.ready, vs.lastErr = true, ""
 	}
 	m.recordClaims(pod.UID, pv)
@@ -392,6 +417,7 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	delete(m.dirty, uid)
 	m.mu.Unlock()
 	m.forgetClaims(uid)
+	m.forgetExpansions(uid)
 	if pv != nil {
 		pv.mu.Lock()
 		defer pv.mu.Unlock()
@@ -557,6 +583,11 @@ func (m *Manager) Start(ctx context.Context) error {
 	defer tick.Stop()
 	sizes := m.opts.Clock.NewTicker(m.opts.SizeCheckPeriod)
 	defer sizes.Stop()
+	if m.csi != nil {
+		// Node expansions call drivers (bounded, but long): apart from
+		// the refreshes.
+		go m.expansionLoop(ctx)
+	}
 	for {
 		var uids []types.UID
 		select {

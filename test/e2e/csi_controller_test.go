@@ -80,6 +80,29 @@ func startCSISidecar(t *testing.T, env, name string, args ...string) {
 	}
 }
 
+// sidecarArgs are the arguments of a CSI controller sidecar serving the
+// mock's Controller service, as the cluster admin.
+func (m *csiMock) sidecarArgs() []string {
+	return []string{"--csi-address", m.endpoint, "--kubeconfig", filepath.Join(clusterDir, "admin.kubeconfig"),
+		"--leader-election=false", "--v=3"}
+}
+
+// csiStorageClass creates a StorageClass named after driver whose volumes
+// it provisions (bound at once, deleted with their claims; expandable with
+// expand) until the test ends.
+func csiStorageClass(t *testing.T, driver string, expand bool) string {
+	t.Helper()
+	if _, err := client.StorageV1().StorageClasses().Create(context.Background(), &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: driver},
+		Provisioner: driver, ReclaimPolicy: ptr.To(v1.PersistentVolumeReclaimDelete), AllowVolumeExpansion: ptr.To(expand),
+		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate)}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.StorageV1().StorageClasses().Delete(context.Background(), driver, metav1.DeleteOptions{})
+	})
+	return driver
+}
+
 // TestCSIProvisionerAndAttacher: the CSI controller side is the real one.
 // Upstream's mock CSI driver (hack/csi-mock, with -attach so its node
 // service wants the attacher's publish context) serves its Controller
@@ -108,20 +131,9 @@ func TestCSIProvisionerAndAttacher(t *testing.T) {
 	createCSIDriver(t, driver, storagev1.CSIDriverSpec{AttachRequired: ptr.To(true),
 		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}})
 
-	sidecarArgs := []string{"--csi-address", m.endpoint, "--kubeconfig", filepath.Join(clusterDir, "admin.kubeconfig"),
-		"--leader-election=false", "--v=3"}
-	startCSISidecar(t, "GOKUBELET_CSI_PROVISIONER", "csi-provisioner", sidecarArgs...)
-	startCSISidecar(t, "GOKUBELET_CSI_ATTACHER", "csi-attacher", sidecarArgs...)
-
-	sc := driver
-	if _, err := client.StorageV1().StorageClasses().Create(ctx, &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: sc},
-		Provisioner: driver, ReclaimPolicy: ptr.To(v1.PersistentVolumeReclaimDelete),
-		VolumeBindingMode: ptr.To(storagev1.VolumeBindingImmediate)}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = client.StorageV1().StorageClasses().Delete(context.Background(), sc, metav1.DeleteOptions{})
-	})
+	startCSISidecar(t, "GOKUBELET_CSI_PROVISIONER", "csi-provisioner", m.sidecarArgs()...)
+	startCSISidecar(t, "GOKUBELET_CSI_ATTACHER", "csi-attacher", m.sidecarArgs()...)
+	sc := csiStorageClass(t, driver, false)
 	ns := namespace(t)
 	// Registered after the sidecars, so it runs before they stop: on a
 	// failure, the pods and claims go and the provisioner gets the chance

@@ -33,6 +33,12 @@ type NodeCaps struct {
 	// SingleNodeMultiWriter: the driver knows the access modes
 	// SINGLE_NODE_SINGLE_WRITER and SINGLE_NODE_MULTI_WRITER.
 	SingleNodeMultiWriter bool
+	// GetVolumeStats: the driver answers NodeGetVolumeStats (the
+	// volume's usage is the driver's, not statfs').
+	GetVolumeStats bool
+	// ExpandVolume: the driver grows a volume's filesystem on the node
+	// (NodeExpandVolume) after the controller grew the volume.
+	ExpandVolume bool
 }
 
 // capsFrom reads the capabilities of a NodeGetCapabilities answer.
@@ -46,6 +52,10 @@ func capsFrom(resp *csipb.NodeGetCapabilitiesResponse) NodeCaps {
 			c.VolumeMountGroup = true
 		case csipb.NodeServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER:
 			c.SingleNodeMultiWriter = true
+		case csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS:
+			c.GetVolumeStats = true
+		case csipb.NodeServiceCapability_RPC_EXPAND_VOLUME:
+			c.ExpandVolume = true
 		}
 	}
 	return c
@@ -192,4 +202,76 @@ func (c *NodeClient) UnpublishVolume(ctx context.Context, volumeID, targetPath s
 		_, err := c.node.NodeUnpublishVolume(ctx, &csipb.NodeUnpublishVolumeRequest{VolumeId: volumeID, TargetPath: targetPath})
 		return err
 	})
+}
+
+// Usage is one unit of a NodeGetVolumeStats answer: the driver's total,
+// available and used bytes or inodes.
+type Usage struct{ Total, Available, Used uint64 }
+
+// VolumeUsage is a volume's usage as its driver reports it; a unit the
+// driver did not report is nil.
+type VolumeUsage struct {
+	Bytes, Inodes *Usage
+}
+
+// usageFrom reads a NodeGetVolumeStats answer. An answer without a usage
+// of bytes is an error: a volume's capacity is what the stats are for.
+// Negative numbers (the CSI fields are signed) count as zero.
+func usageFrom(resp *csipb.NodeGetVolumeStatsResponse) (VolumeUsage, error) {
+	var out VolumeUsage
+	nonNeg := func(v int64) uint64 {
+		if v < 0 {
+			return 0
+		}
+		return uint64(v)
+	}
+	for _, u := range resp.GetUsage() {
+		if u == nil {
+			continue
+		}
+		v := &Usage{Total: nonNeg(u.GetTotal()), Available: nonNeg(u.GetAvailable()), Used: nonNeg(u.GetUsed())}
+		switch u.GetUnit() {
+		case csipb.VolumeUsage_BYTES:
+			out.Bytes = v
+		case csipb.VolumeUsage_INODES:
+			out.Inodes = v
+		}
+	}
+	if out.Bytes == nil {
+		return out, errors.New("NodeGetVolumeStats returned no usage in bytes")
+	}
+	return out, nil
+}
+
+// VolumeStats calls NodeGetVolumeStats for the volume published at path.
+func (c *NodeClient) VolumeStats(ctx context.Context, volumeID, path string) (VolumeUsage, error) {
+	var resp *csipb.NodeGetVolumeStatsResponse
+	err := c.call(ctx, "NodeGetVolumeStats", func(ctx context.Context) error {
+		var err error
+		resp, err = c.node.NodeGetVolumeStats(ctx, &csipb.NodeGetVolumeStatsRequest{VolumeId: volumeID, VolumePath: path})
+		return err
+	})
+	if err != nil {
+		return VolumeUsage{}, err
+	}
+	u, err := usageFrom(resp)
+	if err != nil {
+		return u, &CallError{Driver: c.Driver, Call: "NodeGetVolumeStats", Err: err}
+	}
+	return u, nil
+}
+
+// ExpandVolume calls NodeExpandVolume and returns the capacity the
+// driver reports (0: it did not say).
+func (c *NodeClient) ExpandVolume(ctx context.Context, req *csipb.NodeExpandVolumeRequest) (int64, error) {
+	var resp *csipb.NodeExpandVolumeResponse
+	err := c.call(ctx, "NodeExpandVolume", func(ctx context.Context) error {
+		var err error
+		resp, err = c.node.NodeExpandVolume(ctx, req)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return resp.GetCapacityBytes(), nil
 }

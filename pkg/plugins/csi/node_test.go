@@ -118,3 +118,73 @@ func TestFinalErrors(t *testing.T) {
 		}
 	}
 }
+
+// NodeGetVolumeStats and NodeExpandVolume: capabilities advertise them,
+// the answers are read unit by unit, and an answer without bytes is an
+// error naming the driver.
+func TestNodeClientStatsAndExpand(t *testing.T) {
+	ctx := context.Background()
+	fake := csitest.Start(t, "stats.csi.example.com")
+	fake.SetCapabilities(csipb.NodeServiceCapability_RPC_GET_VOLUME_STATS, csipb.NodeServiceCapability_RPC_EXPAND_VOLUME)
+	d := csi.New(csi.Options{NodeName: "n1"})
+	if err := d.RegisterPlugin(ctx, fake.Name, fake.Endpoint, []string{"1.0.0"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := d.NodeClient(fake.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps, err := c.Capabilities(ctx); err != nil || caps != (csi.NodeCaps{GetVolumeStats: true, ExpandVolume: true}) {
+		t.Fatalf("capabilities %+v, %v", caps, err)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		usage []*csipb.VolumeUsage
+		want  csi.VolumeUsage
+		err   string
+	}{
+		{name: "bytes and inodes",
+			usage: []*csipb.VolumeUsage{
+				{Unit: csipb.VolumeUsage_BYTES, Total: 1000, Available: 600, Used: 400},
+				{Unit: csipb.VolumeUsage_INODES, Total: 50, Available: 45, Used: 5}},
+			want: csi.VolumeUsage{Bytes: &csi.Usage{Total: 1000, Available: 600, Used: 400}, Inodes: &csi.Usage{Total: 50, Available: 45, Used: 5}}},
+		{name: "bytes only, as upstream's mock answers",
+			usage: []*csipb.VolumeUsage{{Unit: csipb.VolumeUsage_BYTES, Total: 1 << 30}},
+			want:  csi.VolumeUsage{Bytes: &csi.Usage{Total: 1 << 30}}},
+		{name: "negative numbers count as zero",
+			usage: []*csipb.VolumeUsage{{Unit: csipb.VolumeUsage_BYTES, Total: 10, Available: -1, Used: -2}},
+			want:  csi.VolumeUsage{Bytes: &csi.Usage{Total: 10}}},
+		{name: "no bytes",
+			usage: []*csipb.VolumeUsage{{Unit: csipb.VolumeUsage_INODES, Total: 5}},
+			err:   `CSI driver "stats.csi.example.com": NodeGetVolumeStats failed: NodeGetVolumeStats returned no usage in bytes`},
+		{name: "nothing", err: "no usage in bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake.SetUsage(tc.usage...)
+			got, err := c.VolumeStats(ctx, "v1", "/target")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("usage %+v %+v, %v; want %+v %+v", got.Bytes, got.Inodes, err, tc.want.Bytes, tc.want.Inodes)
+			}
+		})
+	}
+	if r := fake.Last("NodeGetVolumeStats").(*csipb.NodeGetVolumeStatsRequest); r.GetVolumeId() != "v1" || r.GetVolumePath() != "/target" {
+		t.Errorf("stats request %v", r)
+	}
+
+	got, err := c.ExpandVolume(ctx, &csipb.NodeExpandVolumeRequest{VolumeId: "v1", VolumePath: "/target", CapacityRange: &csipb.CapacityRange{RequiredBytes: 2 << 30}})
+	if err != nil || got != 2<<30 {
+		t.Fatalf("expand: %d, %v", got, err)
+	}
+	fake.Fail("NodeExpandVolume", status.Error(codes.OutOfRange, "too big"))
+	if _, err := c.ExpandVolume(ctx, &csipb.NodeExpandVolumeRequest{VolumeId: "v1", VolumePath: "/target"}); err == nil ||
+		err.Error() != `CSI driver "stats.csi.example.com": NodeExpandVolume failed: too big (OutOfRange)` {
+		t.Fatalf("refused expand: %v", err)
+	}
+}

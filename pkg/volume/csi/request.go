@@ -30,8 +30,10 @@ type Volume struct {
 	// PublishSecret and StageSecret name the secrets passed to the
 	// driver's calls (namespace resolved; nil for none).
 	PublishSecret, StageSecret *v1.SecretReference
-	MountOptions               []string
-	AccessModes                []v1.PersistentVolumeAccessMode
+	// ExpandSecret names the secret passed to NodeExpandVolume.
+	ExpandSecret *v1.SecretReference
+	MountOptions []string
+	AccessModes  []v1.PersistentVolumeAccessMode
 }
 
 // Inline describes a pod's inline CSI volume.
@@ -54,7 +56,7 @@ func Persistent(pod *v1.Pod, name string, pv *v1.PersistentVolume, readOnly bool
 	src := pv.Spec.CSI
 	return &Volume{Pod: pod, Name: name, PV: pv.Name, Driver: src.Driver, Handle: src.VolumeHandle, ReadOnly: readOnly,
 		FSType: src.FSType, Attributes: src.VolumeAttributes, PublishSecret: src.NodePublishSecretRef, StageSecret: src.NodeStageSecretRef,
-		MountOptions: pv.Spec.MountOptions, AccessModes: pv.Spec.AccessModes}
+		ExpandSecret: src.NodeExpandSecretRef, MountOptions: pv.Spec.MountOptions, AccessModes: pv.Spec.AccessModes}
 }
 
 // Mode is the volume's lifecycle mode.

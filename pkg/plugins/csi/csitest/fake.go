@@ -38,6 +38,8 @@ type Driver struct {
 	caps  []csipb.NodeServiceCapability_RPC_Type
 	fail  map[string]error
 	calls []Call
+	// usage is what NodeGetVolumeStats answers.
+	usage []*csipb.VolumeUsage
 }
 
 // Start serves a fake driver named name on a socket in a temporary
@@ -176,6 +178,37 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csipb.NodeUnpublish
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return &csipb.NodeUnpublishVolumeResponse{}, nil
+}
+
+// SetUsage sets what NodeGetVolumeStats answers.
+func (d *Driver) SetUsage(usage ...*csipb.VolumeUsage) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.usage = usage
+}
+
+// NodeGetVolumeStats answers the usage SetUsage set.
+func (d *Driver) NodeGetVolumeStats(_ context.Context, req *csipb.NodeGetVolumeStatsRequest) (*csipb.NodeGetVolumeStatsResponse, error) {
+	if err := d.record("NodeGetVolumeStats", req); err != nil {
+		return nil, err
+	}
+	if req.GetVolumeId() == "" || req.GetVolumePath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID and path are required")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return &csipb.NodeGetVolumeStatsResponse{Usage: d.usage}, nil
+}
+
+// NodeExpandVolume answers the required bytes as the new capacity.
+func (d *Driver) NodeExpandVolume(_ context.Context, req *csipb.NodeExpandVolumeRequest) (*csipb.NodeExpandVolumeResponse, error) {
+	if err := d.record("NodeExpandVolume", req); err != nil {
+		return nil, err
+	}
+	if req.GetVolumeId() == "" || req.GetVolumePath() == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID and path are required")
+	}
+	return &csipb.NodeExpandVolumeResponse{CapacityBytes: req.GetCapacityRange().GetRequiredBytes()}, nil
 }
 
 func (d *Driver) GetPluginInfo(context.Context, *csipb.GetPluginInfoRequest) (*csipb.GetPluginInfoResponse, error) {
