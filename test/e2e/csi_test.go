@@ -28,6 +28,8 @@ type csiMock struct {
 	said     chan string
 	name     string
 	endpoint string
+	// registry is the plugins_registry its registration socket is in.
+	registry string
 	args     []string
 	// exited is closed once the process ended and its output was read.
 	exited chan struct{}
@@ -45,15 +47,26 @@ type mockCall struct {
 }
 
 // startCSIMock starts the driver named name; its registration socket is in
-// the test kubelet's plugins_registry.
+// the shared test kubelet's plugins_registry.
 func startCSIMock(t *testing.T, name string, args ...string) *csiMock {
+	t.Helper()
+	return startCSIMockIn(t, filepath.Join(rootDir, "plugins_registry"), name, args...)
+}
+
+// startCSIMockIn starts the driver named name with its registration socket
+// in registry, a kubelet's plugins_registry (created if missing: the
+// kubelet watches it once it runs).
+func startCSIMockIn(t *testing.T, registry, name string, args ...string) *csiMock {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "csi-mock")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	return runCSIMock(t, name, filepath.Join(dir, "csi.sock"), args)
+	if err := os.MkdirAll(registry, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	return runCSIMock(t, name, registry, filepath.Join(dir, "csi.sock"), args)
 }
 
 // restart starts the driver again, as its DaemonSet would after it
@@ -62,17 +75,17 @@ func startCSIMock(t *testing.T, name string, args ...string) *csiMock {
 func (m *csiMock) restart(t *testing.T) *csiMock {
 	t.Helper()
 	m.stop(t)
-	return runCSIMock(t, m.name, m.endpoint, m.args)
+	return runCSIMock(t, m.name, m.registry, m.endpoint, m.args)
 }
 
-func runCSIMock(t *testing.T, name, endpoint string, args []string) *csiMock {
+func runCSIMock(t *testing.T, name, registry, endpoint string, args []string) *csiMock {
 	t.Helper()
 	bin := os.Getenv("GOKUBELET_CSI_MOCK")
 	if bin == "" {
 		t.Fatal("GOKUBELET_CSI_MOCK is not set: run through make test (hack/test.sh builds upstream's mock CSI driver)")
 	}
-	m := &csiMock{name: name, endpoint: endpoint, args: args, said: make(chan string, 16)}
-	reg := filepath.Join(rootDir, "plugins_registry", name+"-reg.sock")
+	m := &csiMock{name: name, endpoint: endpoint, registry: registry, args: args, said: make(chan string, 16)}
+	reg := filepath.Join(registry, name+"-reg.sock")
 	m.cmd = osexec.Command(bin, append([]string{"-endpoint", m.endpoint, "-registration", reg, "-name", name}, args...)...)
 	out, err := m.cmd.StdoutPipe()
 	if err != nil {

@@ -61,6 +61,138 @@ func TestTakeoverFromPreviousMinorAndBack(t *testing.T) {
 // binary the environment variable names; previousMinor: that kubelet's
 // static-pod UIDs may differ from this kubelet's (see above).
 func testTakeover(t *testing.T, binEnv string, previousMinor bool) {
+	tn := startTakeoverNode(t, binEnv)
+	upstream, ours, static := tn.upstream, tn.ours, tn.static
+
+	// 1. The upstream kubelet runs the pods.
+	t.Log("takeover: starting the upstream kubelet")
+	tn.switchTo(t, upstream)
+	nodeName := clusterEnv["NODE_NAME"]
+
+	ns := namespace(t)
+	pods := takeoverPods()
+	for _, p := range pods {
+		if _, err := client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(static, "static-web.yaml"), []byte(staticTakeoverManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{}
+	for _, p := range pods {
+		names = append(names, ns+"/"+p.Name)
+	}
+	staticName := "kube-system/static-web-" + strings.ToLower(nodeName)
+	names = append(names, staticName)
+	for _, n := range names {
+		waitTakeoverPod(t, n, "running and ready under the upstream kubelet", func(p *v1.Pod) bool {
+			if !running(p) {
+				return false
+			}
+			// "restarted" has crashed once on purpose: wait until that shows.
+			if strings.HasSuffix(n, "/restarted") {
+				return p.Status.ContainerStatuses[0].RestartCount == 1
+			}
+			return true
+		})
+	}
+	before := snapshotPods(t, names)
+	// The static pod's UID under each kubelet: this kubelet's rule, and
+	// the upstream kubelet's as it ran it.
+	staticPath := filepath.Join(static, "static-web.yaml")
+	parsed, err := staticpod.Parse([]byte(staticTakeoverManifest), podspec.SourceFile, staticPath, nodeName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staticUID := map[*framework.Kubelet]string{ours: string(parsed[0].UID), upstream: before[staticName].UID}
+	if !previousMinor && staticUID[ours] != staticUID[upstream] {
+		t.Errorf("the static pod's UID under upstream %s differs from this kubelet's %s for the same release", staticUID[upstream], staticUID[ours])
+	}
+
+	// 2. This kubelet takes over.
+	for _, step := range []struct {
+		from, to         *framework.Kubelet
+		fromName, toName string
+	}{
+		{upstream, ours, "upstream", "this kubelet"},
+		{ours, upstream, "this kubelet", "upstream"},
+	} {
+		t.Logf("takeover: stopping %s, starting %s", step.fromName, step.toName)
+		tn.switchTo(t, step.to)
+		if want := staticUID[step.to]; want != before[staticName].UID {
+			// Only across minors (checked above): the static pod is
+			// recreated under the new kubelet's UID, once.
+			t.Logf("%s: UID %s under %s, %s under %s: recreated, as upstream does across these releases", staticName, before[staticName].UID, step.fromName, want, step.toName)
+			waitTakeoverPod(t, staticName, "recreated under UID "+want, func(p *v1.Pod) bool {
+				return running(p) && p.Annotations["kubernetes.io/config.mirror"] == want
+			})
+			delete(before, staticName)
+		}
+		for _, n := range names {
+			flipReadiness(t, n, step.toName)
+		}
+		after := snapshotPods(t, names)
+		restarts := compareSnapshots(t, step.toName, before, after)
+		t.Logf("takeover to %s: %d pods, %d containers, %d restarted", step.toName, len(names), countContainers(before), restarts)
+		if restarts > 0 {
+			t.Fatalf("%d containers restarted when %s took over", restarts, step.toName)
+		}
+		if step.to != ours {
+			continue
+		}
+		// Pods this kubelet creates (one crashing once, so its restart
+		// count is written by this kubelet; one static) must survive the
+		// way back too.
+		extra := takeoverPods()[3].DeepCopy()
+		extra.Name = "by-ours"
+		if _, err := client.CoreV1().Pods(ns).Create(context.Background(), extra, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		added := []string{ns + "/by-ours"}
+		if !previousMinor {
+			// Across minors a second static pod would be recreated on the
+			// way back under a UID the test cannot know in advance.
+			manifest := strings.Replace(staticTakeoverManifest, "name: static-web", "name: static-ours", 1)
+			if err := os.WriteFile(filepath.Join(static, "static-ours.yaml"), []byte(manifest), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			added = append(added, "kube-system/static-ours-"+strings.ToLower(nodeName))
+		}
+		for _, n := range added {
+			waitTakeoverPod(t, n, "running and ready under this kubelet", func(p *v1.Pod) bool {
+				if !running(p) {
+					return false
+				}
+				if strings.HasSuffix(n, "/by-ours") {
+					return p.Status.ContainerStatuses[0].RestartCount == 1
+				}
+				return true
+			})
+		}
+		names = append(names, added...)
+		before = snapshotPods(t, names)
+	}
+}
+
+// takeoverNode is the test node run by one kubelet at a time, the
+// upstream one or this one, with one configuration, one set of flags and
+// one root directory: what a takeover and a hand-back are.
+type takeoverNode struct {
+	// static is the static pod directory, root the --root-dir.
+	static, root string
+	upstream     *framework.Kubelet
+	ours         *framework.Kubelet
+	// current is the kubelet in charge (nil: none yet).
+	current *framework.Kubelet
+}
+
+// startTakeoverNode stops the shared kubelet (it owns the node identity;
+// it is started again at the end if it was running: tests run one at a
+// time) and prepares both kubelets with the upstream kubelet binary the
+// environment variable names. Neither runs yet: see switchTo.
+func startTakeoverNode(t *testing.T, binEnv string) *takeoverNode {
+	t.Helper()
 	upstreamBin := os.Getenv(binEnv)
 	if upstreamBin == "" {
 		// hack/test.sh builds it (cached) and sets the variable.
@@ -143,134 +275,32 @@ authorization:
 	args := []string{"--config", cfgPath, "--root-dir", root, "--cert-dir", filepath.Join(root, "pki"),
 		"--kubeconfig", clusterEnv["NODE_KUBECONFIG"], "--hostname-override", clusterEnv["NODE_NAME"],
 		"--node-ip", clusterEnv["NODE_IP"], "-v", "2"}
-	upstream := &framework.Kubelet{Bin: upstreamBin, Args: args, HealthzPort: healthz}
-	ours := &framework.Kubelet{Bin: kubeletBin, Args: args, HealthzPort: healthz}
-	var current *framework.Kubelet
+	tn := &takeoverNode{static: static, root: root,
+		upstream: &framework.Kubelet{Bin: upstreamBin, Args: args, HealthzPort: healthz},
+		ours:     &framework.Kubelet{Bin: kubeletBin, Args: args, HealthzPort: healthz}}
 	t.Cleanup(func() {
-		if current != nil {
+		if tn.current != nil {
 			if t.Failed() {
-				t.Logf("log of the kubelet in charge:\n%s", framework.Tail(current.Log(), 120))
+				t.Logf("log of the kubelet in charge:\n%s", framework.Tail(tn.current.Log(), 120))
 			}
-			_ = current.Signal(syscall.SIGTERM)
+			_ = tn.current.Signal(syscall.SIGTERM)
 		}
 	})
+	return tn
+}
 
-	// 1. The upstream kubelet runs the pods.
-	t.Log("takeover: starting the upstream kubelet")
-	current = upstream
-	upstream.Start(t)
-	nodeName := clusterEnv["NODE_NAME"]
-	waitNodeReady(t, nodeName, framework.WaitLimit)
-
-	ns := namespace(t)
-	pods := takeoverPods()
-	for _, p := range pods {
-		if _, err := client.CoreV1().Pods(ns).Create(context.Background(), p, metav1.CreateOptions{}); err != nil {
+// switchTo stops the kubelet in charge (SIGTERM, as an operator's
+// systemctl stop), starts k and waits for the node to be Ready.
+func (tn *takeoverNode) switchTo(t *testing.T, k *framework.Kubelet) {
+	t.Helper()
+	if tn.current != nil {
+		if err := tn.current.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(static, "static-web.yaml"), []byte(staticTakeoverManifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	names := []string{}
-	for _, p := range pods {
-		names = append(names, ns+"/"+p.Name)
-	}
-	staticName := "kube-system/static-web-" + strings.ToLower(nodeName)
-	names = append(names, staticName)
-	for _, n := range names {
-		waitTakeoverPod(t, n, "running and ready under the upstream kubelet", func(p *v1.Pod) bool {
-			if !running(p) {
-				return false
-			}
-			// "restarted" has crashed once on purpose: wait until that shows.
-			if strings.HasSuffix(n, "/restarted") {
-				return p.Status.ContainerStatuses[0].RestartCount == 1
-			}
-			return true
-		})
-	}
-	before := snapshotPods(t, names)
-	// The static pod's UID under each kubelet: this kubelet's rule, and
-	// the upstream kubelet's as it ran it.
-	staticPath := filepath.Join(static, "static-web.yaml")
-	parsed, err := staticpod.Parse([]byte(staticTakeoverManifest), podspec.SourceFile, staticPath, nodeName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	staticUID := map[*framework.Kubelet]string{ours: string(parsed[0].UID), upstream: before[staticName].UID}
-	if !previousMinor && staticUID[ours] != staticUID[upstream] {
-		t.Errorf("the static pod's UID under upstream %s differs from this kubelet's %s for the same release", staticUID[upstream], staticUID[ours])
-	}
-
-	// 2. This kubelet takes over.
-	for _, step := range []struct {
-		from, to         *framework.Kubelet
-		fromName, toName string
-	}{
-		{upstream, ours, "upstream", "this kubelet"},
-		{ours, upstream, "this kubelet", "upstream"},
-	} {
-		t.Logf("takeover: stopping %s, starting %s", step.fromName, step.toName)
-		if err := step.from.Signal(syscall.SIGTERM); err != nil {
-			t.Fatal(err)
-		}
-		current = step.to
-		step.to.Start(t)
-		waitNodeReady(t, nodeName, framework.WaitLimit)
-		if want := staticUID[step.to]; want != before[staticName].UID {
-			// Only across minors (checked above): the static pod is
-			// recreated under the new kubelet's UID, once.
-			t.Logf("%s: UID %s under %s, %s under %s: recreated, as upstream does across these releases", staticName, before[staticName].UID, step.fromName, want, step.toName)
-			waitTakeoverPod(t, staticName, "recreated under UID "+want, func(p *v1.Pod) bool {
-				return running(p) && p.Annotations["kubernetes.io/config.mirror"] == want
-			})
-			delete(before, staticName)
-		}
-		for _, n := range names {
-			flipReadiness(t, n, step.toName)
-		}
-		after := snapshotPods(t, names)
-		restarts := compareSnapshots(t, step.toName, before, after)
-		t.Logf("takeover to %s: %d pods, %d containers, %d restarted", step.toName, len(names), countContainers(before), restarts)
-		if restarts > 0 {
-			t.Fatalf("%d containers restarted when %s took over", restarts, step.toName)
-		}
-		if step.to != ours {
-			continue
-		}
-		// Pods this kubelet creates (one crashing once, so its restart
-		// count is written by this kubelet; one static) must survive the
-		// way back too.
-		extra := takeoverPods()[3].DeepCopy()
-		extra.Name = "by-ours"
-		if _, err := client.CoreV1().Pods(ns).Create(context.Background(), extra, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		added := []string{ns + "/by-ours"}
-		if !previousMinor {
-			// Across minors a second static pod would be recreated on the
-			// way back under a UID the test cannot know in advance.
-			manifest := strings.Replace(staticTakeoverManifest, "name: static-web", "name: static-ours", 1)
-			if err := os.WriteFile(filepath.Join(static, "static-ours.yaml"), []byte(manifest), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			added = append(added, "kube-system/static-ours-"+strings.ToLower(nodeName))
-		}
-		for _, n := range added {
-			waitTakeoverPod(t, n, "running and ready under this kubelet", func(p *v1.Pod) bool {
-				if !running(p) {
-					return false
-				}
-				if strings.HasSuffix(n, "/by-ours") {
-					return p.Status.ContainerStatuses[0].RestartCount == 1
-				}
-				return true
-			})
-		}
-		names = append(names, added...)
-		before = snapshotPods(t, names)
-	}
+	tn.current = k
+	k.Start(t)
+	waitNodeReady(t, clusterEnv["NODE_NAME"], framework.WaitLimit)
 }
 
 // takeoverPods are API pods with what adoption must get right: several
@@ -278,14 +308,7 @@ authorization:
 // through the projected service account token too), a restart count
 // above zero.
 func takeoverPods() []*v1.Pod {
-	probe := &v1.Probe{
-		ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/ready"}}},
-		PeriodSeconds: 1, FailureThreshold: 1,
-	}
-	ready := []string{"sh", "-c", "touch /tmp/ready && exec sleep 86400"}
-	c := func(name string) v1.Container {
-		return v1.Container{Name: name, Image: testImage, ImagePullPolicy: v1.PullIfNotPresent, Command: ready, ReadinessProbe: probe}
-	}
+	c := probedContainer
 	grace := ptr.To[int64](2)
 	plain := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "plain", Labels: map[string]string{"app": "plain"}},
 		Spec: v1.PodSpec{TerminationGracePeriodSeconds: grace, Containers: []v1.Container{c("main")}}}
@@ -313,6 +336,17 @@ func takeoverPods() []*v1.Pod {
 	restarted.Spec.Containers[0].Command = []string{"sh", "-c", "if [ ! -f /state/ran ]; then touch /state/ran; exit 3; fi; touch /tmp/ready; exec sleep 86400"}
 	restarted.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "state", MountPath: "/state"}}
 	return []*v1.Pod{plain, multi, sidecar, restarted}
+}
+
+// probedContainer runs forever and is ready while its /tmp/ready exists
+// (flipReadiness removes and restores it).
+func probedContainer(name string) v1.Container {
+	probe := &v1.Probe{
+		ProbeHandler:  v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"cat", "/tmp/ready"}}},
+		PeriodSeconds: 1, FailureThreshold: 1,
+	}
+	ready := []string{"sh", "-c", "touch /tmp/ready && exec sleep 86400"}
+	return v1.Container{Name: name, Image: testImage, ImagePullPolicy: v1.PullIfNotPresent, Command: ready, ReadinessProbe: probe}
 }
 
 const staticTakeoverManifest = `apiVersion: v1
