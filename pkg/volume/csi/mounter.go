@@ -280,8 +280,10 @@ func (m *Mounter) stage(ctx context.Context, client *plugincsi.NodeClient, v *Vo
 	if err := os.MkdirAll(staging, 0o750); err != nil {
 		return fmt.Errorf("staging %s: %w", v.describe(), err)
 	}
-	if err := writeVolData(filepath.Dir(staging), Staged{VolumeHandle: v.Handle, Driver: v.Driver}.data()); err != nil {
+	if replaced, err := rewriteVolData(filepath.Dir(staging), Staged{VolumeHandle: v.Handle, Driver: v.Driver}.data()); err != nil {
 		return fmt.Errorf("staging %s: %w", v.describe(), err)
+	} else if replaced != nil {
+		klog.FromContext(ctx).Error(replaced, "Replaced an unreadable staging vol_data.json", "driver", v.Driver, "volumeHandle", v.Handle)
 	}
 	req := &csipb.NodeStageVolumeRequest{
 		VolumeId: v.Handle, PublishContext: publishCtx, StagingTargetPath: staging,
@@ -319,8 +321,10 @@ func (m *Mounter) publish(ctx context.Context, client *plugincsi.NodeClient, v *
 	}
 	data := Published{SpecName: v.SpecName(), VolumeHandle: v.Handle, Driver: v.Driver, NodeName: m.opts.NodeName,
 		AttachmentID: AttachmentName(v.Handle, v.Driver, m.opts.NodeName), Mode: v.Mode()}
-	if err := writeVolData(dir, data.data()); err != nil {
+	if replaced, err := rewriteVolData(dir, data.data()); err != nil {
 		return fmt.Errorf("publishing %s: %w", v.describe(), err)
+	} else if replaced != nil {
+		klog.FromContext(ctx).Error(replaced, "Replaced an unreadable vol_data.json", "pod", klog.KObj(v.Pod), "driver", v.Driver, "volume", v.Name)
 	}
 	req := &csipb.NodePublishVolumeRequest{
 		VolumeId: v.Handle, PublishContext: publishCtx, StagingTargetPath: staging, TargetPath: target,

@@ -63,6 +63,42 @@ func (s Staged) data() map[string]string {
 	return map[string]string{keyVolumeHandle: s.VolumeHandle, keyDriverName: s.Driver}
 }
 
+// mergeVolData is what a vol_data.json rewritten with ours says, given the
+// file already there (old, nil if none): ours, plus every key of old that
+// ours does not set when old describes the same volume (same handle and
+// driver). Upstream writes keys this kubelet does not (seLinuxMountContext
+// for a volume mounted with an SELinux context), which upstream reads back
+// when the node is handed back to it; a republish by this kubelet (after a
+// takeover) leaves the driver's mount as it was, so what upstream recorded
+// of it stays true. A file of another volume (a stale one) keeps nothing.
+func mergeVolData(old, ours map[string]string) map[string]string {
+	out := make(map[string]string, len(ours)+len(old))
+	for k, v := range ours {
+		out[k] = v
+	}
+	if old == nil || old[keyVolumeHandle] != ours[keyVolumeHandle] || old[keyDriverName] != ours[keyDriverName] {
+		return out
+	}
+	for k, v := range old {
+		if _, set := ours[k]; !set {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// rewriteVolData writes dir/vol_data.json with ours merged into the file
+// already there (mergeVolData). A file there that cannot be read is
+// replaced by ours, and the returned replaced error says why (for the
+// log); err is a failed write.
+func rewriteVolData(dir string, ours map[string]string) (replaced, err error) {
+	old, rerr := readVolData(dir)
+	if rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+		replaced = rerr
+	}
+	return replaced, writeVolData(dir, mergeVolData(old, ours))
+}
+
 // writeVolData writes data as dir/vol_data.json (a JSON object and a
 // newline, as upstream).
 func writeVolData(dir string, data map[string]string) error {
