@@ -409,6 +409,25 @@ func removeVolumeDir(p string) error {
 	return nil
 }
 
+// removeEmptyStagingDir removes a staging path that is an empty directory
+// nothing is mounted on, and then its parent if that is empty too (the
+// layout upstream leaves for a driver that does not stage). A missing
+// path is fine; a mounted or non-empty one is an error and stays.
+func removeEmptyStagingDir(staging string) error {
+	if _, err := os.Lstat(staging); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if mounted, err := hostfs.IsMountPoint(staging); err != nil {
+		return err
+	} else if mounted {
+		return fmt.Errorf("%s is mounted, but no NodeStageVolume is recorded for it", staging)
+	}
+	if err := os.Remove(staging); err != nil {
+		return err
+	}
+	return os.Remove(filepath.Dir(staging))
+}
+
 // TearDownPod unpublishes every CSI volume of the pod (found from its
 // directory, so this works after a restart too), then unstages each
 // persistent one no other pod on the node still has published. A volume
@@ -507,6 +526,13 @@ func (m *Mounter) unstageIfUnused(ctx context.Context, client *plugincsi.NodeCli
 	if !m.isStaged(driver, handle) {
 		// Not staged (the driver does not stage, or already unstaged).
 		m.forgetStaged(key)
+		// The upstream kubelet makes the staging directory even for a
+		// driver that does not stage, records nothing beside it and
+		// never removes it: after a takeover the empty directory is
+		// ours to remove. Anything else there is left, and said.
+		if err := removeEmptyStagingDir(staging); err != nil {
+			klog.FromContext(ctx).Error(err, "Leaving the staging directory of a volume that is not staged", "driver", driver, "volumeHandle", handle, "stagingPath", staging)
+		}
 		return nil
 	}
 	caps, err := client.Capabilities(ctx)

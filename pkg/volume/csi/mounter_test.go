@@ -2,7 +2,9 @@ package csi
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -457,5 +459,120 @@ func TestRequiresRepublish(t *testing.T) {
 	}
 	if !exists(filepath.Join(filepath.Dir(res.Path), VolDataFile)) {
 		t.Error("a refused republish removed the volume")
+	}
+}
+
+// upstreamLayout writes what the upstream kubelet leaves on disk for a
+// persistent volume it staged and published to a pod (the paths and the
+// vol_data.json files of its CSI plugin, SELinux context included, as its
+// JSON encoder writes them): the staging directory always, its record
+// when staged, the pod's record and publish target.
+func upstreamLayout(t *testing.T, root, uid, handle string, staged bool, stagingExtra string) {
+	t.Helper()
+	staging := StagingPath(root, driverName, handle)
+	target := PublishPath(filepath.Join(root, "pods", uid), "pv-"+handle)
+	for _, d := range []string{staging, target} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := map[string]string{filepath.Join(filepath.Dir(target), VolDataFile): `{"attachmentID":"csi-` + sha256Hex(handle+driverName+"node-1") +
+		`","driverName":"` + driverName + `","nodeName":"node-1","seLinuxMountContext":"ctx","specVolID":"pv-` + handle +
+		`","volumeHandle":"` + handle + `","volumeLifecycleMode":"Persistent"}` + "\n"}
+	if staged {
+		files[filepath.Join(filepath.Dir(staging), VolDataFile)] = `{"driverName":"` + driverName + `","seLinuxMountContext":"ctx","volumeHandle":"` + handle + `"}` + "\n"
+	}
+	if stagingExtra != "" {
+		files[filepath.Join(staging, stagingExtra)] = "x"
+	}
+	for p, c := range files {
+		if err := os.WriteFile(p, []byte(c), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func sha256Hex(s string) string { return fmt.Sprintf("%x", sha256.Sum256([]byte(s))) }
+
+// A volume the upstream kubelet staged and published is this kubelet's
+// after a takeover: in use at once, set up again at the very same paths
+// (the idempotent repeat upstream makes after its own restart) keeping
+// upstream's SELinux record, and torn down, unpublished then unstaged,
+// leaving nothing. For a driver that does not stage, the empty staging
+// directory upstream leaves is removed too; anything in it stays.
+func TestTakeoverFromUpstream(t *testing.T) {
+	stage := csipb.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME
+	for _, tc := range []struct {
+		name         string
+		caps         []csipb.NodeServiceCapability_RPC_Type
+		staged       bool
+		stagingExtra string
+		setUp        bool
+		wantCalls    []string
+		wantLeft     bool
+	}{
+		{name: "staged, pod synced, then deleted", caps: []csipb.NodeServiceCapability_RPC_Type{stage}, staged: true, setUp: true,
+			wantCalls: []string{"NodeStageVolume", "NodePublishVolume", "NodeUnpublishVolume", "NodeUnstageVolume"}},
+		{name: "staged, pod deleted before any sync", caps: []csipb.NodeServiceCapability_RPC_Type{stage}, staged: true,
+			wantCalls: []string{"NodeUnpublishVolume", "NodeUnstageVolume"}},
+		{name: "driver without staging, pod synced, then deleted", setUp: true,
+			wantCalls: []string{"NodePublishVolume", "NodeUnpublishVolume"}},
+		{name: "driver without staging, pod deleted before any sync",
+			wantCalls: []string{"NodeUnpublishVolume"}},
+		{name: "driver without staging, something in the staging directory", stagingExtra: "file",
+			wantCalls: []string{"NodeUnpublishVolume"}, wantLeft: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newMounterEnv(t, tc.caps...)
+			e.csiDriver(func(s *storagev1.CSIDriverSpec) { s.AttachRequired = ptr.To(false) })
+			upstreamLayout(t, e.root, "uid-1", "vol-1", tc.staged, tc.stagingExtra)
+			staging := StagingPath(e.root, driverName, "vol-1")
+			target := PublishPath(filepath.Join(e.root, "pods", "uid-1"), "pv-vol-1")
+			if got := e.m.InUse(); !reflect.DeepEqual(got, []v1.UniqueVolumeName{"kubernetes.io/csi/" + driverName + "^vol-1"}) {
+				t.Errorf("in use before any sync: %v", got)
+			}
+			if tc.setUp {
+				res, err := e.m.SetUp(ctx, Persistent(mpod("uid-1"), "data", pvWith("vol-1", nil), false), first)
+				if err != nil || res.Path != target {
+					t.Fatalf("set up: %+v, %v", res, err)
+				}
+				if tc.staged {
+					if req := e.fake.Last("NodeStageVolume").(*csipb.NodeStageVolumeRequest); req.GetStagingTargetPath() != staging {
+						t.Errorf("staged again at %s, not %s", req.GetStagingTargetPath(), staging)
+					}
+					if d, _ := readVolData(filepath.Dir(staging)); d["seLinuxMountContext"] != "ctx" {
+						t.Errorf("staging record lost upstream's SELinux context: %v", d)
+					}
+				}
+				if req := e.fake.Last("NodePublishVolume").(*csipb.NodePublishVolumeRequest); req.GetTargetPath() != target {
+					t.Errorf("published again at %s, not %s", req.GetTargetPath(), target)
+				}
+				if d, _ := readVolData(filepath.Dir(target)); d["seLinuxMountContext"] != "ctx" || d[keySpecVolID] != "pv-vol-1" {
+					t.Errorf("publish record: %v", d)
+				}
+			}
+			if err := e.m.TearDownPod(ctx, "uid-1"); err != nil {
+				t.Fatal(err)
+			}
+			var calls []string
+			for _, c := range e.fake.Methods() {
+				if !strings.HasPrefix(c, "NodeGet") {
+					calls = append(calls, c)
+				}
+			}
+			if !reflect.DeepEqual(calls, tc.wantCalls) {
+				t.Errorf("calls %v, want %v", calls, tc.wantCalls)
+			}
+			if exists(filepath.Dir(target)) {
+				t.Error("the pod's volume directory is left")
+			}
+			if left := exists(filepath.Dir(staging)); left != tc.wantLeft {
+				t.Errorf("staging directory left: %v, want %v", left, tc.wantLeft)
+			}
+			if got := e.m.InUse(); len(got) != 0 {
+				t.Errorf("in use after tear-down: %v", got)
+			}
+		})
 	}
 }
