@@ -234,17 +234,23 @@ func TestCSIVolumes(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(filepath.Dir(staging), "vol_data.json")); err != nil || !strings.Contains(string(b), `"volumeHandle":"1"`) {
 		t.Errorf("staging vol_data.json %s, %v", b, err)
 	}
+	// The driver needs no attaching (attachRequired: false): as upstream
+	// 1.37, whose volume manager reports only attachable volumes, the
+	// Node's volumesInUse does not list the volume (the attaching driver
+	// of testCSIAttach, and TestCSIProvisionerAndAttacher, check one that
+	// is listed).
 	volume := "kubernetes.io/csi/" + driver + "^1"
-	inUse(t, nodeName, volume, true)
+	inUse(t, nodeName, volume, false)
 
 	// A kubelet killed and started again finds the published volume on
-	// disk: it reports it in use, and tears it down when the pod goes.
+	// disk, and tears it down when the pod goes. (It lists it in use
+	// until the pod's sync has read the CSIDriver again.)
 	kubelet.Kill9(t)
 	kubelet.Start(t)
 	node(t)
 	m.registered(t)
 	waitPod(t, ns, "claimed", "running after a kubelet restart", running)
-	inUse(t, nodeName, volume, true)
+	inUse(t, nodeName, volume, false)
 
 	// Deleting the pods unpublishes both volumes, then unstages the
 	// persistent one, and leaves nothing on disk.
@@ -272,6 +278,28 @@ func TestCSIVolumes(t *testing.T) {
 	t.Run("attach", func(t *testing.T) { testCSIAttach(t, nodeName) })
 }
 
+// markAttached waits for the attach/detach controller to create the
+// VolumeAttachment vaName of driver to nodeName and marks it attached with
+// the publish context device=device, as an external attacher would (the
+// test is the cluster's admin).
+func markAttached(t *testing.T, vaName, driver, nodeName, device string) {
+	t.Helper()
+	ctx := context.Background()
+	var va *storagev1.VolumeAttachment
+	framework.Eventually(t, "the attach/detach controller creates VolumeAttachment "+vaName, func() (bool, string) {
+		var err error
+		va, err = client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	if va.Spec.NodeName != nodeName || va.Spec.Attacher != driver {
+		t.Errorf("VolumeAttachment %+v", va.Spec)
+	}
+	va.Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"device": device}}
+	if _, err := client.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // testCSIAttach: the mock started with -attach stages and publishes only
 // with the attacher's publish context. No external attacher runs here:
 // the test, as the cluster's admin, marks the VolumeAttachment the
@@ -290,19 +318,7 @@ func testCSIAttach(t *testing.T, nodeName string) {
 	waitingFor(t, ns, "attached", "ContainerCreating", "to be attached to this node (VolumeAttachment "+vaName+")", driver)
 	inUse(t, nodeName, "kubernetes.io/csi/"+driver+"^1", true)
 
-	var va *storagev1.VolumeAttachment
-	framework.Eventually(t, "the attach/detach controller creates VolumeAttachment "+vaName, func() (bool, string) {
-		var err error
-		va, err = client.StorageV1().VolumeAttachments().Get(ctx, vaName, metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
-	})
-	if va.Spec.NodeName != nodeName || va.Spec.Attacher != driver {
-		t.Errorf("VolumeAttachment %+v", va.Spec)
-	}
-	va.Status = storagev1.VolumeAttachmentStatus{Attached: true, AttachmentMetadata: map[string]string{"device": "/dev/mock-e2e"}}
-	if _, err := client.StorageV1().VolumeAttachments().UpdateStatus(ctx, va, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	markAttached(t, vaName, driver, nodeName, "/dev/mock-e2e")
 	waitPod(t, ns, "attached", "running", running)
 	stage := m.servedOK(t, "NodeStageVolume", "volume_id", "1")
 	if strMap(stage["publish_context"])["device"] != "/dev/mock-e2e" {

@@ -97,6 +97,9 @@ type Mounter struct {
 	// are published, and a pod's tear-down unstages them even when its
 	// publish never started (a stage that timed out may have staged).
 	wanted map[types.UID]map[string]wantedVolume
+	// attach: by driver, whether its volumes need attaching, as its
+	// CSIDriver object said at the last set-up of one of them.
+	attach map[string]bool
 }
 
 type wantedVolume struct{ driver, handle string }
@@ -108,7 +111,7 @@ type volumeLock struct {
 
 // New returns a Mounter.
 func New(o Options) *Mounter {
-	return &Mounter{opts: o, locks: map[string]*volumeLock{}, staged: map[string]bool{}, wanted: map[types.UID]map[string]wantedVolume{}}
+	return &Mounter{opts: o, locks: map[string]*volumeLock{}, staged: map[string]bool{}, wanted: map[types.UID]map[string]wantedVolume{}, attach: map[string]bool{}}
 }
 
 func (m *Mounter) lock(key string) func() {
@@ -178,6 +181,11 @@ func (m *Mounter) SetUp(ctx context.Context, v *Volume, o SetUpOptions) (SetUpRe
 	}
 	if err := checkLifecycleMode(drv, v); err != nil {
 		return SetUpResult{}, err
+	}
+	if v.Mode() == storagev1.VolumeLifecyclePersistent {
+		m.mu.Lock()
+		m.attach[v.Driver] = attachRequired(drv)
+		m.mu.Unlock()
 	}
 	res := SetUpResult{Republish: drv != nil && drv.Spec.RequiresRepublish != nil && *drv.Spec.RequiresRepublish}
 	caps, err := client.Capabilities(ctx)
@@ -610,29 +618,31 @@ func (m *Mounter) unwant(uid types.UID) {
 	delete(m.wanted, uid)
 }
 
-// InUse names the persistent CSI volumes the node uses (for the Node's
-// volumesInUse): those of pods being set up or set up, and those
-// published on disk (pods set up before a restart), sorted.
+// InUse names the persistent CSI volumes the node reports in use (the
+// Node's volumesInUse): those of pods being set up or set up, and those
+// published on disk (pods set up before a restart or a takeover), whose
+// driver needs attaching or is not known yet not to (volumesInUse).
 func (m *Mounter) InUse() []v1.UniqueVolumeName {
-	set := map[string]bool{}
+	var used []wantedVolume
 	m.mu.Lock()
-	for _, keys := range m.wanted {
-		for k := range keys {
-			set[k] = true
+	for _, vols := range m.wanted {
+		for _, w := range vols {
+			used = append(used, w)
 		}
+	}
+	attach := make(map[string]bool, len(m.attach))
+	for d, a := range m.attach {
+		attach[d] = a
 	}
 	m.mu.Unlock()
-	if published, err := m.published(); err == nil {
-		for _, p := range published {
-			if p.Mode == storagev1.VolumeLifecyclePersistent {
-				set[UniqueVolumeName(p.Driver, p.VolumeHandle)] = true
-			}
+	published, err := m.published()
+	if err != nil {
+		klog.Background().Error(err, "Listing the published CSI volumes for the node's volumesInUse")
+	}
+	for _, p := range published {
+		if p.Mode == storagev1.VolumeLifecyclePersistent {
+			used = append(used, wantedVolume{p.Driver, p.VolumeHandle})
 		}
 	}
-	out := make([]v1.UniqueVolumeName, 0, len(set))
-	for k := range set {
-		out = append(out, v1.UniqueVolumeName(k))
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out
+	return volumesInUse(used, attach)
 }

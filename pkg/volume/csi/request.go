@@ -3,6 +3,7 @@ package csi
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strconv"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -286,4 +287,29 @@ func stillPublished(published []Published, driver, handle string) bool {
 		}
 	}
 	return false
+}
+
+// volumesInUse names, sorted and once each, the persistent volumes among
+// used (of pods being set up or set up, and published on disk) that the
+// Node's status.volumesInUse lists. As upstream 1.37, whose volume manager
+// reports only attachable volumes there, those are the volumes whose
+// driver needs attaching. attach holds, by driver, what its CSIDriver
+// object said (attachRequired) when a volume of it was last set up; a
+// driver not in it (not read since this kubelet started: a volume
+// published before a restart or a takeover) counts as attaching, so a
+// volume under a running pod is never reported unused before it is known
+// to need no attachment.
+func volumesInUse(used []wantedVolume, attach map[string]bool) []v1.UniqueVolumeName {
+	set := map[v1.UniqueVolumeName]bool{}
+	for _, u := range used {
+		if needs, known := attach[u.driver]; needs || !known {
+			set[v1.UniqueVolumeName(UniqueVolumeName(u.driver, u.handle))] = true
+		}
+	}
+	out := make([]v1.UniqueVolumeName, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }

@@ -319,3 +319,29 @@ func TestStillPublished(t *testing.T) {
 		t.Error("used by nobody")
 	}
 }
+
+// The Node's volumesInUse lists, once each and sorted, the volumes whose
+// driver needs attaching or is not known yet not to.
+func TestVolumesInUse(t *testing.T) {
+	a1, a2 := wantedVolume{"attach.csi", "1"}, wantedVolume{"attach.csi", "2"}
+	n1 := wantedVolume{"noattach.csi", "1"}
+	u1 := wantedVolume{"unknown.csi", "1"}
+	attach := map[string]bool{"attach.csi": true, "noattach.csi": false}
+	for _, tc := range []struct {
+		name string
+		used []wantedVolume
+		want []v1.UniqueVolumeName
+	}{
+		{"none", nil, []v1.UniqueVolumeName{}},
+		{"attaching driver", []wantedVolume{a2, a1}, []v1.UniqueVolumeName{"kubernetes.io/csi/attach.csi^1", "kubernetes.io/csi/attach.csi^2"}},
+		{"driver that does not attach", []wantedVolume{n1}, []v1.UniqueVolumeName{}},
+		{"driver not known yet", []wantedVolume{u1}, []v1.UniqueVolumeName{"kubernetes.io/csi/unknown.csi^1"}},
+		{"wanted and published: once", []wantedVolume{a1, a1, n1, u1}, []v1.UniqueVolumeName{"kubernetes.io/csi/attach.csi^1", "kubernetes.io/csi/unknown.csi^1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := volumesInUse(tc.used, attach); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
