@@ -22,18 +22,19 @@ import (
 )
 
 // TestCSITakeover: CSI volumes across a takeover from the upstream kubelet
-// and a hand-back to it. Upstream's mock CSI driver (it stages, and its
-// volumes need attaching: the test marks their VolumeAttachments attached
-// as an external attacher would) is registered through the node's
-// plugins_registry to whichever kubelet runs; three static CSI
-// PersistentVolumes (the mock's volumes 1, 2, 3). With attaching, upstream
-// reports the volumes in the Node's volumesInUse too (upstream 1.37 lists
-// only attachable volumes there).
+// and a hand-back to it. Upstream's mock CSI driver (it stages) is
+// registered through the node's plugins_registry to whichever kubelet
+// runs; three static CSI PersistentVolumes (the mock's volumes 1, 2, 3).
+// Twice: "attach", with a driver whose volumes need attaching (the test
+// marks their VolumeAttachments attached as an external attacher would),
+// which both kubelets list in the Node's volumesInUse; "noattach", with
+// attachRequired: false, whose volumes neither lists (upstream 1.37
+// reports only attachable volumes there).
 //
 //   - Under upstream, pods a (volume 1) and b (volume 2) run.
 //   - This kubelet takes over: no container restarts; the pods keep being
 //     synced (their readiness flips and is reported); the node still
-//     reports both volumes in use; nothing more is mounted than before;
+//     reports the volumes in use (attach); nothing more is mounted than before;
 //     the driver is asked nothing but, once per volume, to stage and
 //     publish again at the very paths upstream used (the repeat upstream
 //     itself makes after a restart: the CSI spec makes both idempotent,
@@ -44,10 +45,15 @@ import (
 //     leaves volumesInUse and is detached.
 //   - Pod c (volume 3) is created under this kubelet, so its vol_data.json
 //     files are this kubelet's.
-//   - The node goes back to upstream: no restarts, both volumes in use;
+//   - The node goes back to upstream: no restarts, volumesInUse as before;
 //     pods b and c deleted under upstream are unpublished and unstaged,
 //     and nothing is left: upstream read this kubelet's layout.
 func TestCSITakeover(t *testing.T) {
+	t.Run("attach", func(t *testing.T) { testCSITakeover(t, true) })
+	t.Run("noattach", func(t *testing.T) { testCSITakeover(t, false) })
+}
+
+func testCSITakeover(t *testing.T, attach bool) {
 	tn := startTakeoverNode(t, "GOKUBELET_UPSTREAM_KUBELET")
 	nodeName := clusterEnv["NODE_NAME"]
 	t0 := time.Now()
@@ -57,9 +63,13 @@ func TestCSITakeover(t *testing.T) {
 	// A short driver name: its registration socket's path must fit a
 	// unix socket address (108 bytes) under the test's temporary root.
 	driver := fmt.Sprintf("tk-%d.csi.gokubelet.io", time.Now().UnixNano()%100000)
-	m := startCSIMockIn(t, filepath.Join(tn.root, "plugins_registry"), driver, "-log-calls", "-attach")
+	args := []string{"-log-calls"}
+	if attach {
+		args = append(args, "-attach")
+	}
+	m := startCSIMockIn(t, filepath.Join(tn.root, "plugins_registry"), driver, args...)
 	m.registered(t)
-	createCSIDriver(t, driver, storagev1.CSIDriverSpec{AttachRequired: ptr.To(true),
+	createCSIDriver(t, driver, storagev1.CSIDriverSpec{AttachRequired: ptr.To(attach),
 		VolumeLifecycleModes: []storagev1.VolumeLifecycleMode{storagev1.VolumeLifecyclePersistent}})
 	ns := namespace(t)
 
@@ -70,7 +80,9 @@ func TestCSITakeover(t *testing.T) {
 		v.pv = staticCSIClaim(t, ns, claim, driver, p.handle)
 		v.staging = filepath.Join(tn.root, "plugins", "kubernetes.io", "csi", driver, sha256Hex(p.handle), "globalmount")
 		v.unique = "kubernetes.io/csi/" + driver + "^" + p.handle
-		v.attachment = "csi-" + sha256Hex(p.handle+driver+nodeName)
+		if attach {
+			v.attachment = "csi-" + sha256Hex(p.handle+driver+nodeName)
+		}
 		vol[p.pod] = v
 	}
 	create := func(v *csiTakeoverVolume, who string) {
@@ -82,7 +94,9 @@ func TestCSITakeover(t *testing.T) {
 		pod.Spec.Containers[0].VolumeMounts = []v1.VolumeMount{{Name: "data", MountPath: "/data"}}
 		created := createPod(t, ns, pod)
 		v.uid = string(created.UID)
-		markAttached(t, v.attachment, driver, nodeName, "/dev/mock-"+v.handle)
+		if v.attachment != "" {
+			markAttached(t, v.attachment, driver, nodeName, "/dev/mock-"+v.handle)
+		}
 		v.target = filepath.Join(tn.root, "pods", v.uid, "volumes", "kubernetes.io~csi", v.pv, "mount")
 		waitTakeoverPod(t, ns+"/"+v.pod, "running and ready under "+who, func(p *v1.Pod) bool { return running(p) && podReady(p) })
 		m.servedOK(t, "NodeStageVolume", "staging_target_path", v.staging)
@@ -95,7 +109,7 @@ func TestCSITakeover(t *testing.T) {
 	keys := []string{ns + "/a", ns + "/b"}
 	for _, v := range []*csiTakeoverVolume{vol["a"], vol["b"]} {
 		checkVolData(t, v, driver, nodeName)
-		inUse(t, nodeName, v.unique, true)
+		inUse(t, nodeName, v.unique, attach)
 	}
 	t.Logf("csi takeover: pods a and b running under upstream after %s", time.Since(t0).Round(time.Second))
 	before := snapshotPods(t, keys)
@@ -114,7 +128,7 @@ func TestCSITakeover(t *testing.T) {
 		t.Fatalf("%d containers restarted when this kubelet took over", restarts)
 	}
 	for _, v := range []*csiTakeoverVolume{vol["a"], vol["b"]} {
-		inUse(t, nodeName, v.unique, true)
+		inUse(t, nodeName, v.unique, attach)
 	}
 	checkRepeats(t, m, mark, "this kubelet", vol["a"], vol["b"])
 	if after := podMounts(t, tn.root, vol["a"], vol["b"]); !slices.Equal(after, mountsBefore) {
@@ -129,7 +143,7 @@ func TestCSITakeover(t *testing.T) {
 	// 4. Pod c is this kubelet's.
 	create(vol["c"], "this kubelet")
 	checkVolData(t, vol["c"], driver, nodeName)
-	inUse(t, nodeName, vol["c"].unique, true)
+	inUse(t, nodeName, vol["c"].unique, attach)
 	keys = []string{ns + "/b", ns + "/c"}
 	before = snapshotPods(t, keys)
 	mountsBefore = podMounts(t, tn.root, vol["b"], vol["c"])
@@ -147,7 +161,7 @@ func TestCSITakeover(t *testing.T) {
 		t.Fatalf("%d containers restarted when upstream took the node back", restarts)
 	}
 	for _, v := range []*csiTakeoverVolume{vol["b"], vol["c"]} {
-		inUse(t, nodeName, v.unique, true)
+		inUse(t, nodeName, v.unique, attach)
 	}
 	checkRepeats(t, m, mark, "upstream", vol["b"], vol["c"])
 	if after := podMounts(t, tn.root, vol["b"], vol["c"]); !slices.Equal(after, mountsBefore) {
@@ -171,7 +185,8 @@ func TestCSITakeover(t *testing.T) {
 type csiTakeoverVolume struct {
 	pod, handle, pv, uid string
 	// staging and target: upstream's paths; unique: the volume's name in
-	// the Node's volumesInUse; attachment: its VolumeAttachment's.
+	// the Node's volumesInUse; attachment: its VolumeAttachment's ("":
+	// its driver does not attach).
 	staging, target, unique, attachment string
 }
 
@@ -330,6 +345,9 @@ func deleteAndCheckTornDown(t *testing.T, m *csiMock, root, ns string, v *csiTak
 		}
 	}
 	inUse(t, nodeName, v.unique, false)
+	if v.attachment == "" {
+		return
+	}
 	framework.Eventually(t, "the attach/detach controller detaches volume "+v.handle, func() (bool, string) {
 		_, err := client.StorageV1().VolumeAttachments().Get(context.Background(), v.attachment, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
