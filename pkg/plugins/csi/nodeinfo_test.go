@@ -63,7 +63,7 @@ func TestApplyDriverToNode(t *testing.T) {
 			info: &NodeInfo{NodeID: "id-1", Topology: map[string]string{"topology.a.csi/zone": "z1"}}, previous: map[string]string{"topology.a.csi/zone": "z1", "topology.a.csi/rack": "r"},
 			want: node(map[string]string{"topology.a.csi/zone": "z1"}, map[string]string{AnnotationNodeID: `{"a.csi":"id-1"}`}), changed: true},
 		{name: "deregister: its annotation entry and labels go, another driver's stay",
-			node: node(map[string]string{"topology.a.csi/zone": "z1", "shared/zone": "z"}, map[string]string{AnnotationNodeID: `{"a.csi":"id-1","b.csi":"id-2"}`}),
+			node:     node(map[string]string{"topology.a.csi/zone": "z1", "shared/zone": "z"}, map[string]string{AnnotationNodeID: `{"a.csi":"id-1","b.csi":"id-2"}`}),
 			previous: map[string]string{"topology.a.csi/zone": "z1", "shared/zone": "z"}, owned: map[string]bool{"shared/zone": true},
 			want: node(map[string]string{"shared/zone": "z"}, map[string]string{AnnotationNodeID: `{"b.csi":"id-2"}`}), changed: true},
 		{name: "deregister the last: the annotation goes",

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/moby/sys/atomicwriter"
 	storagev1 "k8s.io/api/storage/v1"
 )
 
@@ -106,16 +107,7 @@ func writeVolData(dir string, data map[string]string) error {
 	if err != nil {
 		return err
 	}
-	p := filepath.Join(dir, VolDataFile)
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o640); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		_ = os.Remove(tmp)
-		return err
-	}
-	return nil
+	return atomicwriter.WriteFile(filepath.Join(dir, VolDataFile), append(b, '\n'), 0o640)
 }
 
 // readVolData reads dir/vol_data.json; a missing file is an error for

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/moby/sys/atomicwriter"
 	"k8s.io/utils/dump"
 )
 
@@ -114,24 +115,5 @@ func Write(dir string, entries []PodDevicesEntry, registered map[string][]string
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+FileName+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, FileName))
+	return atomicwriter.WriteFile(filepath.Join(dir, FileName), b, 0o644)
 }
