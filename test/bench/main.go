@@ -47,6 +47,9 @@ type options struct {
 	csiMock  string
 	csiPods  int
 	csiEvery time.Duration
+	// The exit workload (exit.go): pods, interval of the kills.
+	exitPods  int
+	exitEvery time.Duration
 	// churn > 0 runs the churn workload (our kubelet only) instead of the
 	// comparison, and writes only its section of the report.
 	churn            int
@@ -103,6 +106,8 @@ func main() {
 	flag.StringVar(&o.csiMock, "csi-mock", "", "upstream's mock CSI driver with its registration glue (hack/build-upstream.sh csi-mock), for the CSI workload")
 	flag.IntVar(&o.csiPods, "csi-pods", 20, "pods in the CSI workload, each with its own pre-provisioned volume")
 	flag.DurationVar(&o.csiEvery, "csi-every", 500*time.Millisecond, "interval of the CSI workload's pods")
+	flag.IntVar(&o.exitPods, "exit-pods", 20, "pods in the exit workload, whose containers are killed through CRI")
+	flag.DurationVar(&o.exitEvery, "exit-every", 230*time.Millisecond, "interval of the exit workload's kills (not a divisor of the 1 s relist period: the kills land at all its phases)")
 	flag.DurationVar(&o.settleIdle, "settle", 10*time.Second, "settle time before the idle RSS with the large batch running")
 	flag.IntVar(&o.churn, "churn", 0, "run the churn workload with this many pods instead of the comparison (our kubelet only)")
 	flag.IntVar(&o.churnConcurrency, "churn-concurrency", 10, "pods alive at once in the churn workload")
@@ -470,6 +475,11 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	}
 	if err := t.waitAll(stream, gone, 180*time.Second); err != nil {
 		return fmt.Errorf("deleting stream: %w", err)
+	}
+
+	// Containers killed behind the kubelet's back (exit.go).
+	if err := b.runExit(ctx, kind, ns, t); err != nil {
+		return err
 	}
 
 	// Pods with a pre-provisioned CSI volume each (csi.go).

@@ -13,6 +13,7 @@ var (
 		{"batch-large", "batch of %d"},
 		{"stream", "stream of %d"},
 		{"churn", "churn: delete %d"},
+		{"exit", "exit: %d containers killed through CRI, one every %v (kill → terminated status)"},
 		{"csi", "CSI: stream of %d pods, each with a pre-provisioned volume of upstream's mock driver"},
 	}
 	latencyFigs = []figure{
@@ -43,6 +44,8 @@ func (b *bench) wlLabel(key, label string) string {
 		n = b.opt.streamN
 	case "csi":
 		return fmt.Sprintf(label+" (1 / %v)", b.opt.csiPods, b.opt.csiEvery)
+	case "exit":
+		return fmt.Sprintf(label, b.opt.exitPods, b.opt.exitEvery)
 	}
 	if key == "stream" {
 		return fmt.Sprintf(label+" (1 / %v)", n, b.opt.streamEvery)
@@ -79,7 +82,7 @@ func (b *bench) phaseTable() string {
 	var sb strings.Builder
 	sb.WriteString("| workload | phase (per-pod median) | ours | upstream | ours/upstream |\n|---|---|---|---|---|\n")
 	for _, wl := range workloads {
-		if wl.key == "churn" {
+		if wl.key == "churn" || wl.key == "exit" {
 			continue
 		}
 		label := b.wlLabel(wl.key, wl.label)
@@ -141,7 +144,11 @@ part by hand; re-run `+"`make bench`"+` instead.
 - Workloads per kubelet and round, in this order on an otherwise empty node: a batch of %d pods
   created at once (one create call per pod, all in parallel; client QPS 1000), then deleted; a
   batch of %d the same way, left running for %v (idle RSS); churn: the %d pods deleted at once; a
-  steady stream of %d pods, one every %v, then deleted; then the CSI workload: upstream's mock CSI
+  steady stream of %d pods, one every %v, then deleted; then the exit workload: %d pods (restartPolicy
+  Never) running, whose containers the driver kills straight through CRI (StopContainer, no grace:
+  as an OOM kill or a crash ends them), one every %v, timed from StopContainer's return to the
+  first watch event showing the container terminated (a kubelet that relists every second sees an
+  exit up to a second late; one that follows the runtime's event stream, at once); then the CSI workload: upstream's mock CSI
   driver (`+"`hack/csi-mock`"+`, the driver of upstream's csi-mock e2e specs) started and registered
   through this kubelet's plugins_registry, %d volumes created in it with CreateVolume (as a
   provisioner would) and bound to claims before any pod exists, then %d pods, one every %v, each
@@ -180,7 +187,7 @@ part by hand; re-run `+"`make bench`"+` instead.
 %s
 `, m.date, m.commit, m.upstream, m.server, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
 		o.verbosity, testImage, o.batchSmall, o.batchLarge, o.settleIdle, o.batchLarge, o.streamN, o.streamEvery,
-		o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable())
+		o.exitPods, o.exitEvery, o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable())
 	sb.WriteString(b.liveTailTable())
 	if len(b.fails) > 0 {
 		sb.WriteString("### Failed runs (their figures are missing above)\n\n")

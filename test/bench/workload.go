@@ -25,6 +25,8 @@ type podTimes struct {
 	running      time.Time // first event with every container running
 	deleteIssued time.Time
 	deleted      time.Time // DELETED event
+	killed       time.Time // the exit workload's CRI kill returned
+	terminated   time.Time // first event with a container terminated
 }
 
 // tracker watches the pods of one namespace and records podTimes.
@@ -105,6 +107,9 @@ func (t *tracker) run(ctx context.Context, cs kubernetes.Interface, ns string, r
 				}
 				if p.running.IsZero() && allRunning(pod) {
 					p.running = now
+				}
+				if p.terminated.IsZero() && anyTerminated(pod) {
+					p.terminated = now
 				}
 			}
 			t.mu.Unlock()

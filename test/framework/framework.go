@@ -11,11 +11,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -170,14 +172,34 @@ func FreePort(t *testing.T) int {
 	return p
 }
 
-// FreeTCPPort returns a free loopback TCP port.
+// FreeTCPPort returns a TCP port free on every address, below the
+// kernel's ephemeral range. A port the kernel hands out for ":0" lies in
+// that range, where any outgoing connection on the machine may take it
+// between this check and the kubelet's bind ("address already in use");
+// outgoing connections never take a port below the range.
 func FreeTCPPort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	const first = 10000
+	if low-first < 1000 {
+		return 0, fmt.Errorf("the ephemeral port range starts at %d: no room below it for test ports", low)
+	}
+	for range 200 {
+		port := first + rand.IntN(low-first)
+		l, err := net.Listen("tcp", fmt.Sprintf(":%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port, nil
+	}
+	return 0, fmt.Errorf("no free TCP port found in [%d, %d)", first, low)
 }
 
 // Eventually polls cond every 100ms until it holds, failing the test at

@@ -103,7 +103,7 @@ var Table = []Gate{
 	{"DRAExtendedResource", Lacking, "", "extended resources backed by DRA"},
 	{"DisableCPUQuotaWithExclusiveCPUs", Lacking, "", "exclusive CPUs of the CPU manager, whose CFS quota it disables"},
 	{"EnvFiles", Lacking, "", "environment variables from files (fileKeyRef)"},
-	{"EventedPLEG", Lacking, "", "the CRI event stream for the PLEG (this kubelet relists)"},
+	{"EventedPLEG", Lacking, "", "upstream's evented PLEG, whose cache the event stream fills (this kubelet relists every second, and at once when the CRI event stream reports an exit, whatever the gate says)"},
 	{"GracefulNodeShutdownBasedOnPodPriority", Lacking, "", "shutdownGracePeriodByPodPriority"},
 	{"HugepageAwareEviction", Lacking, "", "hugepages in eviction decisions (1.36+)"},
 	{"ImageVolume", Lacking, "", "image volumes"},

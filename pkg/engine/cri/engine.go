@@ -198,6 +198,11 @@ func (e *Engine) AddTo(workers, loop *runnable.Stage) {
 		Add("pleg", runnable.Func(e.pleg.Start)).
 		Add("prober", e.probes).
 		Add("volumes", runnable.Func(e.volumes.Start))
+	if src, ok := e.runtime.(pleg.EventSource); ok {
+		// A container's exit, seen on the runtime's event stream, makes
+		// the PLEG relist at once.
+		workers.Add("pleg-events", runnable.Func(func(ctx context.Context) error { return e.pleg.WatchEvents(ctx, src) }))
+	}
 	loop.Add("sync-loop", runnable.Func(e.syncLoop))
 }
 

@@ -5,13 +5,17 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	grpcstatus "google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/volume"
@@ -302,5 +306,81 @@ func TestIntegrationRecursiveReadOnly(t *testing.T) {
 	w := r.WaitingReasons()["main"]
 	if w.Reason != ReasonCreateContainerConfigError || w.Message != `failed to resolve recursive read-only mode: volume "data" requested recursive read-only mode, but it is not supported by the runtime` {
 		t.Errorf("Enabled on a runtime without support: %+v", w)
+	}
+}
+
+// TestIntegrationContainerEventStream: on containerd 2 (and 1.7) the CRI
+// event stream reports a container's exit; containerd 1.6 has no stream
+// and says Unimplemented, which is what the PLEG falls back on.
+func TestIntegrationContainerEventStream(t *testing.T) {
+	m := realManager(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	version, err := m.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	connected := make(chan struct{})
+	var once sync.Once
+	stops := make(chan string, 100)
+	ended := make(chan error, 1)
+	go func() {
+		ended <- m.WatchContainerEvents(ctx, func() { once.Do(func() { close(connected) }) }, func(e *runtimeapi.ContainerEventResponse) {
+			if e.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT {
+				stops <- e.GetContainerId()
+			}
+		})
+	}()
+	if strings.HasPrefix(strings.TrimPrefix(version, "v"), "1.6") {
+		select {
+		case err := <-ended:
+			if grpcstatus.Code(err) != codes.Unimplemented {
+				t.Fatalf("containerd %s: the event stream ended with %v, want Unimplemented", version, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("containerd %s: the event stream neither failed nor ended", version)
+		}
+		return
+	}
+	select {
+	case <-connected:
+	case err := <-ended:
+		t.Fatalf("containerd %s: the event stream ended: %v", version, err)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("containerd %s: the event stream never connected", version)
+	}
+
+	uid := types.UID(fmt.Sprintf("it-events-%d", time.Now().UnixNano()))
+	pod := &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kuberuntime-events", Namespace: "default", UID: uid},
+		Spec: v1.PodSpec{
+			RestartPolicy: v1.RestartPolicyNever,
+			Containers: []v1.Container{{
+				Name: "brief", Image: "gokubelet.local/testimage:1.0", ImagePullPolicy: v1.PullNever,
+				Command: []string{"sh", "-c", "exit 0"},
+			}},
+		},
+	}
+	t.Cleanup(func() {
+		_ = m.KillPod(context.Background(), pod, nil, nil)
+		_ = m.RemovePod(context.Background(), uid)
+	})
+	st := syncUntil(t, m, pod, func(s *container.PodStatus) bool {
+		l := s.Latest("brief")
+		return l != nil && l.State == container.StateExited
+	})
+	id := st.Latest("brief").ID
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case got := <-stops:
+			if got == id {
+				return
+			}
+		case err := <-ended:
+			t.Fatalf("the event stream ended before the container's exit was seen: %v", err)
+		case <-deadline:
+			t.Fatalf("containerd %s: no CONTAINER_STOPPED_EVENT for container %s", version, id)
+		}
 	}
 }

@@ -289,3 +289,31 @@ func OnlyDeferred(r container.SyncResult) bool {
 	}
 	return len(r.Steps) > 0
 }
+
+// WatchContainerEvents follows the runtime's CRI container event stream
+// (pleg.EventSource) until it ends or ctx does. On a runtime without one
+// (containerd 1.6) it ends at once with Unimplemented.
+func (m *Manager) WatchContainerEvents(ctx context.Context, connected func(), event func(*runtimeapi.ContainerEventResponse)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := make(chan *runtimeapi.ContainerEventResponse, 64)
+	done := make(chan error, 1)
+	go func() {
+		done <- m.runtime.GetContainerEvents(ctx, ch, func(runtimeapi.RuntimeService_GetContainerEventsClient) { connected() })
+	}()
+	for {
+		select {
+		case e := <-ch:
+			event(e)
+		case err := <-done:
+			for {
+				select {
+				case e := <-ch:
+					event(e)
+				default:
+					return err
+				}
+			}
+		}
+	}
+}

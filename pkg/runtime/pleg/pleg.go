@@ -4,16 +4,19 @@
 // events only speed up the sync loop — pods are also re-synced on timers —
 // so an event lost to a full channel costs latency, never correctness.
 //
-// containerd 1.6 has no CRI event stream (GetContainerEvents), so relisting
-// is the mechanism here. The kubelet also hands the PLEG the status it reads
-// right after acting on a pod (Observe), so the next relist does not report
-// the kubelet's own changes back to it as news.
+// Where the runtime streams container events (CRI GetContainerEvents:
+// containerd 2 and 1.7, not 1.6), a container's exit makes it relist at
+// once instead of at the next period (events.go); the relist stays the
+// truth and the safety net. The kubelet also hands the PLEG the status it
+// reads right after acting on a pod (Observe), so the next relist does not
+// report the kubelet's own changes back to it as news.
 package pleg
 
 import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -58,6 +61,10 @@ type PLEG struct {
 	period  time.Duration
 	clock   clock.WithTicker
 	events  chan Event
+	// kicks asks for a relist now (events.go); streaming: the runtime's
+	// event stream is followed.
+	kicks     chan struct{}
+	streaming atomic.Bool
 
 	mu         sync.Mutex
 	last       map[types.UID]*container.PodStatus
@@ -71,23 +78,33 @@ func New(r Relister, period time.Duration, capacity int, clk clock.WithTicker) *
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &PLEG{runtime: r, period: period, clock: clk, events: make(chan Event, capacity), last: map[types.UID]*container.PodStatus{}}
+	return &PLEG{runtime: r, period: period, clock: clk, events: make(chan Event, capacity), kicks: make(chan struct{}, 1), last: map[types.UID]*container.PodStatus{}}
 }
 
 // Events is the channel events arrive on.
 func (p *PLEG) Events() <-chan Event { return p.events }
 
-// Start relists until ctx ends. A failed relist is logged and shows in
-// Healthy; it never stops the loop.
+// Start relists every period, and sooner when the runtime's event stream
+// says a container ended (WatchEvents), until ctx ends. A failed relist is
+// logged and shows in Healthy; it never stops the loop.
 func (p *PLEG) Start(ctx context.Context) error {
 	t := p.clock.NewTicker(p.period)
 	defer t.Stop()
 	for {
 		p.Relist(ctx)
+		last := p.clock.Now()
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
+		case <-p.kicks:
+			if wait := eventKickGap - p.clock.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-p.clock.After(wait):
+				}
+			}
 		}
 	}
 }
