@@ -21,7 +21,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	csipb "github.com/container-storage-interface/spec/lib/go/csi"
@@ -98,15 +97,7 @@ func startCSIDriver(bin, root, workDir, logPath string) (*csiDriverProc, error) 
 	return d, nil
 }
 
-func (d *csiDriverProc) stop() {
-	_ = d.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-d.exited:
-	case <-time.After(10 * time.Second):
-		_ = d.cmd.Process.Kill()
-		<-d.exited
-	}
-}
+func (d *csiDriverProc) stop() { stopProcess(d.cmd.Process, d.exited, 10*time.Second) }
 
 // createVolumes provisions n volumes in the driver, as a provisioner
 // would, and returns their handles.

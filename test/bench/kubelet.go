@@ -153,13 +153,17 @@ func startKubelet(kind string, args []string, healthz int, logPath string) (*kub
 func (k *kubeletProc) pid() int { return k.cmd.Process.Pid }
 
 // stop sends SIGTERM, then SIGKILL after 15 s.
-func (k *kubeletProc) stop() {
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+func (k *kubeletProc) stop() { stopProcess(k.cmd.Process, k.exited, 15*time.Second) }
+
+// stopProcess sends p SIGTERM, then SIGKILL after grace, and returns once
+// exited is closed.
+func stopProcess(p *os.Process, exited <-chan struct{}, grace time.Duration) {
+	_ = p.Signal(syscall.SIGTERM)
 	select {
-	case <-k.exited:
-	case <-time.After(15 * time.Second):
-		_ = k.cmd.Process.Kill()
-		<-k.exited
+	case <-exited:
+	case <-time.After(grace):
+		_ = p.Kill()
+		<-exited
 	}
 }
 

@@ -112,28 +112,36 @@ func testCSITakeover(t *testing.T, attach bool) {
 		inUse(t, nodeName, v.unique, attach)
 	}
 	t.Logf("csi takeover: pods a and b running under upstream after %s", time.Since(t0).Round(time.Second))
-	before := snapshotPods(t, keys)
-	mountsBefore := podMounts(t, tn.root, vol["a"], vol["b"])
-	mark := m.mark()
+	// handOver gives the node to next and checks what a takeover keeps:
+	// the pods synced by next with no container restarted, the volumes'
+	// in-use state, one idempotent stage and publish per volume at the same
+	// paths, and the same mounts.
+	handOver := func(next *framework.Kubelet, who, from string, keys []string, vols ...*csiTakeoverVolume) {
+		t.Helper()
+		before := snapshotPods(t, keys)
+		mountsBefore := podMounts(t, tn.root, vols...)
+		mark := m.mark()
+		start := time.Now()
+		tn.switchTo(t, next)
+		m.registered(t)
+		for _, k := range keys {
+			flipReadiness(t, k, who)
+		}
+		t.Logf("csi takeover: %s in charge, pods synced, after %s", who, time.Since(start).Round(time.Second))
+		if restarts := compareSnapshots(t, who, before, snapshotPods(t, keys)); restarts > 0 {
+			t.Fatalf("%d containers restarted when %s took the node", restarts, who)
+		}
+		for _, v := range vols {
+			inUse(t, nodeName, v.unique, attach)
+		}
+		checkRepeats(t, m, mark, who, vols...)
+		if after := podMounts(t, tn.root, vols...); !slices.Equal(after, mountsBefore) {
+			t.Errorf("mounts of the pods and volumes under %s:\n%s\nunder %s:\n%s", who, strings.Join(after, "\n"), from, strings.Join(mountsBefore, "\n"))
+		}
+	}
 
 	// 2. This kubelet takes over.
-	t1 := time.Now()
-	tn.switchTo(t, tn.ours)
-	m.registered(t)
-	for _, k := range keys {
-		flipReadiness(t, k, "this kubelet")
-	}
-	t.Logf("csi takeover: this kubelet in charge, pods synced, after %s", time.Since(t1).Round(time.Second))
-	if restarts := compareSnapshots(t, "this kubelet", before, snapshotPods(t, keys)); restarts > 0 {
-		t.Fatalf("%d containers restarted when this kubelet took over", restarts)
-	}
-	for _, v := range []*csiTakeoverVolume{vol["a"], vol["b"]} {
-		inUse(t, nodeName, v.unique, attach)
-	}
-	checkRepeats(t, m, mark, "this kubelet", vol["a"], vol["b"])
-	if after := podMounts(t, tn.root, vol["a"], vol["b"]); !slices.Equal(after, mountsBefore) {
-		t.Errorf("mounts of the pods and volumes under this kubelet:\n%s\nunder upstream:\n%s", strings.Join(after, "\n"), strings.Join(mountsBefore, "\n"))
-	}
+	handOver(tn.ours, "this kubelet", "upstream", keys, vol["a"], vol["b"])
 
 	// 3. Pod a, adopted, is deleted under this kubelet.
 	t2 := time.Now()
@@ -144,29 +152,9 @@ func testCSITakeover(t *testing.T, attach bool) {
 	create(vol["c"], "this kubelet")
 	checkVolData(t, vol["c"], driver, nodeName)
 	inUse(t, nodeName, vol["c"].unique, attach)
-	keys = []string{ns + "/b", ns + "/c"}
-	before = snapshotPods(t, keys)
-	mountsBefore = podMounts(t, tn.root, vol["b"], vol["c"])
-	mark = m.mark()
 
 	// 5. Back to upstream.
-	t3 := time.Now()
-	tn.switchTo(t, tn.upstream)
-	m.registered(t)
-	for _, k := range keys {
-		flipReadiness(t, k, "upstream")
-	}
-	t.Logf("csi takeover: upstream in charge again, pods synced, after %s", time.Since(t3).Round(time.Second))
-	if restarts := compareSnapshots(t, "upstream", before, snapshotPods(t, keys)); restarts > 0 {
-		t.Fatalf("%d containers restarted when upstream took the node back", restarts)
-	}
-	for _, v := range []*csiTakeoverVolume{vol["b"], vol["c"]} {
-		inUse(t, nodeName, v.unique, attach)
-	}
-	checkRepeats(t, m, mark, "upstream", vol["b"], vol["c"])
-	if after := podMounts(t, tn.root, vol["b"], vol["c"]); !slices.Equal(after, mountsBefore) {
-		t.Errorf("mounts of the pods and volumes under upstream:\n%s\nunder this kubelet:\n%s", strings.Join(after, "\n"), strings.Join(mountsBefore, "\n"))
-	}
+	handOver(tn.upstream, "upstream", "this kubelet", []string{ns + "/b", ns + "/c"}, vol["b"], vol["c"])
 
 	// 6. Upstream tears down pod b (adopted twice) and pod c (set up by
 	// this kubelet).
