@@ -63,6 +63,8 @@ func (b *bench) runExit(ctx context.Context, kind, ns string, t *tracker) error 
 	if err := t.waitAll(names, running, 180*time.Second); err != nil {
 		return fmt.Errorf("exit: %w", err)
 	}
+	// Let the pods' last status patches land, as the other workloads do
+	// after theirs: the kills then meet a quiet kubelet. Not timed.
 	time.Sleep(2 * time.Second)
 	start := time.Now()
 	for i, name := range names {
