@@ -15,8 +15,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	nodeinformers "k8s.io/client-go/informers/node/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	nodelisters "k8s.io/client-go/listers/node/v1"
@@ -90,22 +92,22 @@ func newPodSpecParts(ctx context.Context, cfg *kubeletv1beta1.KubeletConfigurati
 // (CreateContainerConfigError), as upstream: KUBERNETES_SERVICE_HOST must
 // not be missing; static pods do not wait.
 type serviceEnv struct {
-	factory informers.SharedInformerFactory
-	lister  corelisters.ServiceLister
-	synced  cache.InformerSynced
+	informer cache.SharedIndexInformer
+	lister   corelisters.ServiceLister
+	synced   cache.InformerSynced
 }
 
+// newServiceEnv builds the Service informer from its own group's package,
+// not the shared informer factory, which links every API group's informers
+// and listers into the binary.
 func newServiceEnv(kube kubernetes.Interface) *serviceEnv {
-	f := informers.NewSharedInformerFactory(kube, 0)
-	inf := f.Core().V1().Services()
-	return &serviceEnv{factory: f, lister: inf.Lister(), synced: inf.Informer().HasSynced}
+	inf := coreinformers.NewServiceInformer(kube, metav1.NamespaceAll, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	return &serviceEnv{informer: inf, lister: corelisters.NewServiceLister(inf.GetIndexer()), synced: inf.HasSynced}
 }
 
 // Start runs the informer until ctx ends.
 func (s *serviceEnv) Start(ctx context.Context) error {
-	s.factory.Start(ctx.Done())
-	<-ctx.Done()
-	s.factory.Shutdown()
+	s.informer.RunWithContext(ctx)
 	return nil
 }
 
@@ -138,10 +140,9 @@ const runtimeClassSyncWait = 30 * time.Second
 
 func (r *runtimeClasses) handler(ctx context.Context, name string) (string, error) {
 	r.once.Do(func() {
-		f := informers.NewSharedInformerFactory(r.client, 0)
-		inf := f.Node().V1().RuntimeClasses()
-		r.lister, r.synced = inf.Lister(), inf.Informer().HasSynced
-		f.Start(r.stop)
+		inf := nodeinformers.NewRuntimeClassInformer(r.client, 0, cache.Indexers{})
+		r.lister, r.synced = nodelisters.NewRuntimeClassLister(inf.GetIndexer()), inf.HasSynced
+		go inf.Run(r.stop)
 	})
 	wctx, cancel := context.WithTimeout(ctx, runtimeClassSyncWait)
 	defer cancel()

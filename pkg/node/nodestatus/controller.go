@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -131,11 +131,9 @@ func (c *Controller) Start(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithValues("node", c.cfg.NodeName)
 	ctx = klog.NewContext(ctx, logger)
 
-	factory := informers.NewSharedInformerFactoryWithOptions(c.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.cfg.NodeName).String()
-		}))
-	inf := factory.Core().V1().Nodes().Informer()
+	inf := coreinformers.NewFilteredNodeInformer(c.client, 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", c.cfg.NodeName).String()
+	})
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.observe,
 		UpdateFunc: func(_, obj any) { c.observe(obj) },
@@ -143,8 +141,11 @@ func (c *Controller) Start(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("watching node %s: %w", c.cfg.NodeName, err)
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	// Run the informer until Start returns, and wait for it to stop.
+	infCtx, stopInformer := context.WithCancel(ctx)
+	informerDone := make(chan struct{})
+	go func() { defer close(informerDone); inf.RunWithContext(infCtx) }()
+	defer func() { stopInformer(); <-informerDone }()
 
 	ticker := c.clock.NewTicker(c.opts.UpdateFrequency)
 	defer ticker.Stop()

@@ -48,7 +48,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
@@ -143,17 +143,18 @@ func New(_ context.Context, ic provider.InitConfig) (provider.Provider, error) {
 // NewForClients builds the provider from clients (tests).
 func NewForClients(node string, cfg Config, target kubernetes.Interface, targetREST *rest.Config, origin kubernetes.Interface, objects provider.ObjectGetter) *Provider {
 	sel := labels.SelectorFromSet(labels.Set{LabelNode: nodeLabelValue(node)})
-	pf := informers.NewSharedInformerFactoryWithOptions(target, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = sel.String()
-	}))
-	nf := informers.NewSharedInformerFactory(target, 0)
+	podInformer := coreinformers.NewFilteredPodInformer(target, metav1.NamespaceAll, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, func(o *metav1.ListOptions) {
+			o.LabelSelector = sel.String()
+		})
+	nodeInformer := coreinformers.NewNodeInformer(target, 0, cache.Indexers{})
 	p := &Provider{
 		cfg: cfg, node: node, selector: sel,
 		target: target, targetREST: targetREST, origin: origin, objects: objects,
-		podInformer:  pf.Core().V1().Pods().Informer(),
-		pods:         pf.Core().V1().Pods().Lister(),
-		nodeInformer: nf.Core().V1().Nodes().Informer(),
-		nodes:        nf.Core().V1().Nodes().Lister(),
+		podInformer:  podInformer,
+		pods:         corelisters.NewPodLister(podInformer.GetIndexer()),
+		nodeInformer: nodeInformer,
+		nodes:        corelisters.NewNodeLister(nodeInformer.GetIndexer()),
 		namespaces:   map[string]bool{},
 		owned:        map[string]*ownedPod{},
 		byTarget:     map[string]*ownedPod{},

@@ -20,7 +20,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
@@ -649,10 +650,10 @@ func (v *Set) clientsFor(ctx context.Context, kubeconfig string) (*sharedClients
 	if err != nil {
 		return nil, fmt.Errorf("virtual nodes: %w", err)
 	}
-	factory := informers.NewSharedInformerFactory(clients.Kube, 0)
-	lister := factory.Core().V1().Services().Lister()
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), factory.Core().V1().Services().Informer().HasSynced) {
+	inf := coreinformers.NewServiceInformer(clients.Kube, metav1.NamespaceAll, 0, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	lister := corelisters.NewServiceLister(inf.GetIndexer())
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return nil, errors.New("virtual nodes: stopped before the service informer synced")
 	}
 	sc = &sharedClients{clients: clients, services: virtual.ListerServices{Lister: lister}}
