@@ -125,8 +125,12 @@ if [ "${BENCH_MODE:-}" = churn ]; then
   echo "bench: wrote the churn section of $OUT; kubelet log in $WORK" >&2
   exit 0
 fi
+# hack/containerd.sh gives the bench containerd a runtime handler "crun" when
+# Debian's crun is installed; the benchmark tries it and reports what it gives.
+crun_args=()
+if [ -x /usr/bin/crun ]; then crun_args=(-crun-handler crun); fi
 # shellcheck disable=SC2086
-"$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -upstream "$UPSTREAM_KUBELET" -csi-mock "$CSI_MOCK" \
+"$BENCH_DIR/bench" -ours "$BENCH_DIR/kubelet" -upstream "$UPSTREAM_KUBELET" -csi-mock "$CSI_MOCK" "${crun_args[@]}" \
   -rounds "$ROUNDS" -cri "unix://$(hack/containerd.sh socket bench)" \
   -work-dir "$WORK" -out "$OUT" -commit "$commit" ${BENCH_ARGS:-} 9>&-
 echo "bench: wrote $OUT; kubelet logs in $WORK" >&2

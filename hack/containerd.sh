@@ -118,6 +118,22 @@ flavor_desc() {
   if [ "$CTRD_FLAVOR" = debian ]; then echo "Debian's containerd"; else echo "containerd $CONTAINERD_VERSION"; fi
 }
 
+# crun_handler TABLE SHIM: a second runtime handler, "crun", when Debian's crun
+# is installed: the same runc shim driving crun instead of runc (a pod selects
+# it with a RuntimeClass whose handler is crun). make bench measures it
+# against runc (docs/benchmarks.md); runc stays the default.
+crun_handler() {
+  [ -x /usr/bin/crun ] || return 0
+  echo
+  echo "      [$1.crun]"
+  echo '        runtime_type = "io.containerd.runc.v2"'
+  [ -z "$2" ] || echo "        runtime_path = \"$2\""
+  echo
+  echo "        [$1.crun.options]"
+  echo '          BinaryName = "/usr/bin/crun"'
+  echo '          SystemdCgroup = false'
+}
+
 # config_v2 SNAPSHOTTER: containerd 1.6's config (version 2: one CRI plugin).
 config_v2() {
   config_common 2
@@ -141,6 +157,7 @@ config_v2() {
 
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
+$(crun_handler 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes' "")
 
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "$GK_CNI_BIN_DIR"
@@ -181,6 +198,7 @@ config_v3() {
 
         [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
           SystemdCgroup = false
+$(crun_handler 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes' "$CTRD_BINDIR/containerd-shim-runc-v2")
 
     [plugins."io.containerd.cri.v1.runtime".cni]
       bin_dirs = ["$GK_CNI_BIN_DIR"]

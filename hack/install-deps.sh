@@ -12,6 +12,7 @@ gk_require_root
 
 pkgs=(
   containerd runc containernetworking-plugins # container runtime and CNI plugins
+  crun                                        # a second OCI runtime, the RuntimeClass handler "crun"
   umoci busybox-static                        # local image builds (hack/images.sh)
   etcd-server                                 # control plane for cluster tests
   iptables iproute2 util-linux procps         # CNI bridge/portmap, ip, findmnt, pgrep

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,14 +16,20 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
+// floorPhases is one floor pod's three CRI calls, each from its issue to its
+// return.
+type floorPhases struct{ sandbox, create, start time.Duration }
+
 // runFloor starts n pods straight through CRI (RunPodSandbox, CreateContainer,
-// StartContainer), all at once with one goroutine per pod — the same
-// parallelism as our kubelet, which runs one worker per pod with no limit.
-// It returns each pod's latency (first CRI call issued to StartContainer
-// returned) and the time for the whole batch. With every > 0 the pods are
-// started one per interval instead (the steady stream).
-func runFloor(ctx context.Context, rt cri.RuntimeService, n int, tag, logRoot string, every time.Duration) ([]time.Duration, time.Duration, error) {
+// StartContainer) with the runtime handler given ("" is the runtime's
+// default), all at once with one goroutine per pod — the same parallelism as
+// our kubelet, which runs one worker per pod with no limit. It returns each
+// pod's latency (first CRI call issued to StartContainer returned), its calls,
+// and the time for the whole batch. With every > 0 the pods are started one
+// per interval instead (the steady stream).
+func runFloor(ctx context.Context, rt cri.RuntimeService, n int, tag, handler, logRoot string, every time.Duration) ([]time.Duration, []floorPhases, time.Duration, error) {
 	lat := make([]time.Duration, n)
+	phases := make([]floorPhases, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -33,7 +41,7 @@ func runFloor(ctx context.Context, rt cri.RuntimeService, n int, tag, logRoot st
 		go func(i int) {
 			defer wg.Done()
 			t0 := time.Now()
-			errs[i] = floorPod(ctx, rt, fmt.Sprintf("%s-%d", tag, i), logRoot)
+			phases[i], errs[i] = floorPod(ctx, rt, fmt.Sprintf("%s-%d", tag, i), handler, logRoot)
 			lat[i] = time.Since(t0)
 		}(i)
 	}
@@ -41,17 +49,18 @@ func runFloor(ctx context.Context, rt cri.RuntimeService, n int, tag, logRoot st
 	batch := time.Since(start)
 	for _, err := range errs {
 		if err != nil {
-			return nil, 0, err
+			return nil, nil, 0, err
 		}
 	}
-	return lat, batch, nil
+	return lat, phases, batch, nil
 }
 
-func floorPod(ctx context.Context, rt cri.RuntimeService, name, logRoot string) error {
+func floorPod(ctx context.Context, rt cri.RuntimeService, name, handler, logRoot string) (floorPhases, error) {
+	var ph floorPhases
 	uid := fmt.Sprintf("floor-%s-%d", name, time.Now().UnixNano())
 	logDir := filepath.Join(logRoot, uid)
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return err
+		return ph, err
 	}
 	sbCfg := &runtimeapi.PodSandboxConfig{
 		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "bench-floor", Uid: uid},
@@ -66,9 +75,11 @@ func floorPod(ctx context.Context, rt cri.RuntimeService, name, logRoot string) 
 			},
 		},
 	}
-	sb, err := rt.RunPodSandbox(ctx, sbCfg, "")
+	t := time.Now()
+	sb, err := rt.RunPodSandbox(ctx, sbCfg, handler)
+	ph.sandbox = time.Since(t)
 	if err != nil {
-		return fmt.Errorf("RunPodSandbox %s: %w", name, err)
+		return ph, fmt.Errorf("RunPodSandbox %s: %w", name, err)
 	}
 	cCfg := &runtimeapi.ContainerConfig{
 		Metadata: &runtimeapi.ContainerMetadata{Name: "c"},
@@ -77,14 +88,19 @@ func floorPod(ctx context.Context, rt cri.RuntimeService, name, logRoot string) 
 		LogPath:  "c/0.log",
 		Linux:    &runtimeapi.LinuxContainerConfig{},
 	}
+	t = time.Now()
 	id, err := rt.CreateContainer(ctx, sb, cCfg, sbCfg)
+	ph.create = time.Since(t)
 	if err != nil {
-		return fmt.Errorf("CreateContainer %s: %w", name, err)
+		return ph, fmt.Errorf("CreateContainer %s: %w", name, err)
 	}
-	if err := rt.StartContainer(ctx, id); err != nil {
-		return fmt.Errorf("StartContainer %s: %w", name, err)
+	t = time.Now()
+	err = rt.StartContainer(ctx, id)
+	ph.start = time.Since(t)
+	if err != nil {
+		return ph, fmt.Errorf("StartContainer %s: %w", name, err)
 	}
-	return nil
+	return ph, nil
 }
 
 // clearRuntime stops and removes every pod sandbox (and so every container),
@@ -120,4 +136,30 @@ func clearRuntime(ctx context.Context, rt cri.RuntimeService) error {
 	}
 	wg.Wait()
 	return first
+}
+
+// crunProbe is what one pod sandbox with the crun handler gave: whether crun
+// runs pods here, and a sentence for the report.
+type crunProbe struct {
+	runs bool
+	note string
+}
+
+// probeCrun starts one floor pod with the handler that runs crun, once before
+// the rounds, so that a crun this runtime cannot use is named in the report
+// instead of failing every round.
+func probeCrun(ctx context.Context, rt cri.RuntimeService, handler, logRoot string) crunProbe {
+	version := "crun"
+	if out, err := exec.Command("crun", "--version").Output(); err == nil {
+		version = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
+	}
+	defer os.RemoveAll(logRoot)
+	_, err := floorPod(ctx, rt, "crun-probe", handler, logRoot)
+	if cerr := clearRuntime(ctx, rt); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return crunProbe{note: fmt.Sprintf("%s, as the runtime handler %q, could not start a pod here, so it has no column: %v", version, handler, err)}
+	}
+	return crunProbe{runs: true, note: fmt.Sprintf("%s as the runtime handler %q: the floor run a second time with it, each round.", version, handler)}
 }

@@ -20,6 +20,7 @@ type kubeletProc struct {
 	logPath string
 	healthz int
 	exited  chan struct{}
+	started time.Time // just before the process was started
 }
 
 // kubeletConfig writes the KubeletConfiguration for kind into dir and returns
@@ -122,11 +123,12 @@ func startKubelet(kind string, args []string, healthz int, logPath string) (*kub
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, err
 	}
-	k := &kubeletProc{kind: kind, cmd: cmd, logPath: logPath, healthz: healthz, exited: make(chan struct{})}
+	k := &kubeletProc{kind: kind, cmd: cmd, logPath: logPath, healthz: healthz, exited: make(chan struct{}), started: started}
 	go func() { _ = cmd.Wait(); f.Close(); close(k.exited) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -187,6 +189,9 @@ type procSample struct {
 	// anonKB is the anonymous part of rssKB (RssAnon): the process's own
 	// memory, without the pages of its binary and of files it maps.
 	anonKB uint64
+	// fileKB is the file-backed part (RssFile): mostly the pages of the
+	// kubelet's own binary.
+	fileKB uint64
 }
 
 const clockTicks = 100 // USER_HZ on Linux
@@ -210,7 +215,10 @@ func readProc(pid int) (procSample, error) {
 	if s.rssKB, err = ParseProcStatusKB(string(status), "VmRSS"); err != nil {
 		return s, err
 	}
-	s.anonKB, err = ParseProcStatusKB(string(status), "RssAnon")
+	if s.anonKB, err = ParseProcStatusKB(string(status), "RssAnon"); err != nil {
+		return s, err
+	}
+	s.fileKB, err = ParseProcStatusKB(string(status), "RssFile")
 	return s, err
 }
 

@@ -47,6 +47,9 @@ type options struct {
 	csiMock  string
 	csiPods  int
 	csiEvery time.Duration
+	// crunHandler, when set, is the runtime handler that runs crun: each
+	// round then runs the floor a second time with it.
+	crunHandler string
 	// The exit workload (exit.go): pods, interval of the kills.
 	exitPods  int
 	exitEvery time.Duration
@@ -82,6 +85,7 @@ type bench struct {
 	env   map[string]string
 	res   results
 	fails []string
+	crun  crunProbe
 
 	churnSamples  []churnSample
 	churnFailures []string
@@ -105,6 +109,7 @@ func main() {
 	flag.DurationVar(&o.streamEvery, "stream-every", 200*time.Millisecond, "interval of the steady stream")
 	flag.StringVar(&o.csiMock, "csi-mock", "", "upstream's mock CSI driver with its registration glue (hack/build-upstream.sh csi-mock), for the CSI workload")
 	flag.IntVar(&o.csiPods, "csi-pods", 20, "pods in the CSI workload, each with its own pre-provisioned volume")
+	flag.StringVar(&o.crunHandler, "crun-handler", "", "runtime handler of the bench containerd that runs crun (hack/containerd.sh configures \"crun\" when Debian's crun is installed); each round then runs the floor with it too")
 	flag.DurationVar(&o.csiEvery, "csi-every", 500*time.Millisecond, "interval of the CSI workload's pods")
 	flag.IntVar(&o.exitPods, "exit-pods", 20, "pods in the exit workload, whose containers are killed through CRI")
 	flag.DurationVar(&o.exitEvery, "exit-every", 230*time.Millisecond, "interval of the exit workload's kills (not a divisor of the 1 s relist period: the kills land at all its phases)")
@@ -215,6 +220,13 @@ func run(o options) error {
 		old, _ := os.ReadFile(o.out)
 		return os.WriteFile(o.out, []byte(withChurnSection(string(old), section)), 0o644)
 	}
+	if o.crunHandler != "" {
+		b.crun = probeCrun(context.Background(), rt, o.crunHandler, filepath.Join(o.workDir, "floor-logs"))
+		logf("crun: %s", b.crun.note)
+		if !b.crun.runs {
+			o.crunHandler = ""
+		}
+	}
 	start := time.Now()
 	for r := 1; r <= o.rounds; r++ {
 		for _, kind := range []string{"ours", "upstream"} {
@@ -225,9 +237,16 @@ func run(o options) error {
 			}
 		}
 		logf("round %d: floor (CRI)", r)
-		if err := b.runFloorRound(); err != nil {
+		if err := b.runFloorRound("floor", ""); err != nil {
 			logf("round %d floor FAILED: %v", r, err)
 			b.fails = append(b.fails, fmt.Sprintf("round %d, floor: %v", r, err))
+		}
+		if o.crunHandler != "" {
+			logf("round %d: floor (CRI) with the runtime handler %s", r, o.crunHandler)
+			if err := b.runFloorRound("floor-crun", o.crunHandler); err != nil {
+				logf("round %d floor with %s FAILED: %v", r, o.crunHandler, err)
+				b.fails = append(b.fails, fmt.Sprintf("round %d, floor with %s: %v", r, o.crunHandler, err))
+			}
 		}
 	}
 	_ = clearRuntime(context.Background(), rt)
@@ -367,6 +386,10 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	if err != nil {
 		return err
 	}
+	nodeStart, err := watchNodeStartup(ctx, b.cs, b.env["NODE_NAME"])
+	if err != nil {
+		return err
+	}
 	k, err := startKubelet(kind, args, healthz, filepath.Join(o.workDir, fmt.Sprintf("%s-r%d.log", kind, round)))
 	if err != nil {
 		return err
@@ -383,7 +406,13 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	if err := b.waitNode(ctx, 120*time.Second); err != nil {
 		return fmt.Errorf("%w\nkubelet log tail:\n%s", err, tailFile(k.logPath, 20))
 	}
+	registered, nodeReady := nodeStart.since(k.started)
+	b.res.add(kind, "start", "reg", registered)
+	b.res.add(kind, "start", "ready", nodeReady)
 	time.Sleep(3 * time.Second)
+	if p, err := readProc(k.pid()); err == nil {
+		b.recordRSS(kind, "start", "rss0", p)
+	}
 	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		return err
 	}
@@ -415,6 +444,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	time.Sleep(3 * time.Second)
 	w.close(ctx, kind, "batch-small", len(small))
 	b.recordStartup(kind, "batch-small", t.snapshot(small))
+	b.recordReportLatency(ctx, kind, "batch-small", ns, t, small)
 	if err := deletePods(ctx, b.cs, ns, t, small, len(small)); err != nil {
 		return err
 	}
@@ -434,8 +464,9 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	}
 	time.Sleep(o.settleIdle)
 	p := w.close(ctx, kind, "batch-large", len(large))
-	b.res.add(kind, "batch-large", "rss_idle", float64(p.rssKB)/1024)
+	b.recordRSS(kind, "batch-large", "rss_idle", p)
 	b.recordStartup(kind, "batch-large", t.snapshot(large))
+	b.recordReportLatency(ctx, kind, "batch-large", ns, t, large)
 
 	// Churn: delete the large batch.
 	w = b.openWindow(ctx, pid)
@@ -467,6 +498,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	time.Sleep(3 * time.Second)
 	w.close(ctx, kind, "stream", len(stream))
 	b.recordStartup(kind, "stream", t.snapshot(stream))
+	b.recordReportLatency(ctx, kind, "stream", ns, t, stream)
 	if kind == "ours" {
 		b.logPhases(kind, k.logPath, ns, t, map[string][]string{"batch-small": small, "batch-large": large, "stream": stream})
 	}
@@ -555,47 +587,45 @@ func (b *bench) forceCleanup(ns string) {
 	_ = b.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
 }
 
-// runFloorRound runs the two batches and the stream straight through CRI.
-func (b *bench) runFloorRound() error {
+// runFloorRound runs the two batches and the stream straight through CRI with
+// the runtime handler given, recording them as kind.
+func (b *bench) runFloorRound(kind, handler string) error {
 	ctx := context.Background()
 	logRoot := filepath.Join(b.opt.workDir, "floor-logs")
 	defer os.RemoveAll(logRoot)
 	for _, c := range []struct {
-		wl string
-		n  int
-	}{{"batch-small", b.opt.batchSmall}, {"batch-large", b.opt.batchLarge}} {
+		wl    string
+		n     int
+		every time.Duration
+	}{{"batch-small", b.opt.batchSmall, 0}, {"batch-large", b.opt.batchLarge, 0}, {"stream", b.opt.streamN, b.opt.streamEvery}} {
 		if err := clearRuntime(ctx, b.rt); err != nil {
 			return err
 		}
-		lat, batch, err := runFloor(ctx, b.rt, c.n, c.wl, logRoot, 0)
+		lat, phases, batch, err := runFloor(ctx, b.rt, c.n, c.wl, handler, logRoot, c.every)
 		if err != nil {
 			return err
 		}
 		s := Summarize(Seconds(lat))
-		b.res.add("floor", c.wl, "p50", s.P50)
-		b.res.add("floor", c.wl, "p90", s.P90)
-		b.res.add("floor", c.wl, "p99", s.P99)
-		b.res.add("floor", c.wl, "max", s.Max)
-		b.res.add("floor", c.wl, "batch", batch.Seconds())
+		b.res.add(kind, c.wl, "p50", s.P50)
+		b.res.add(kind, c.wl, "p90", s.P90)
+		b.res.add(kind, c.wl, "p99", s.P99)
+		b.res.add(kind, c.wl, "max", s.Max)
+		b.res.add(kind, c.wl, "batch", batch.Seconds())
+		var sb, cr, st, ctr []time.Duration
+		for _, p := range phases {
+			sb, cr, st, ctr = append(sb, p.sandbox), append(cr, p.create), append(st, p.start), append(ctr, p.create+p.start)
+		}
+		b.res.add(kind, c.wl, "cri_sandbox", Median(Seconds(sb)))
+		b.res.add(kind, c.wl, "cri_create", Median(Seconds(cr)))
+		b.res.add(kind, c.wl, "cri_start", Median(Seconds(st)))
+		b.res.add(kind, c.wl, "cri_container", Median(Seconds(ctr)))
 	}
-	if err := clearRuntime(ctx, b.rt); err != nil {
-		return err
-	}
-	lat, batch, err := runFloor(ctx, b.rt, b.opt.streamN, "stream", logRoot, b.opt.streamEvery)
-	if err != nil {
-		return err
-	}
-	s := Summarize(Seconds(lat))
-	b.res.add("floor", "stream", "p50", s.P50)
-	b.res.add("floor", "stream", "p90", s.P90)
-	b.res.add("floor", "stream", "p99", s.P99)
-	b.res.add("floor", "stream", "max", s.Max)
-	b.res.add("floor", "stream", "batch", batch.Seconds())
 	return clearRuntime(ctx, b.rt)
 }
 
 type machine struct {
 	date, kernel, runtime, commit, upstream, server string
+	images                                          string // the two kubelets' loaded images
 	cpus                                            int
 	memGiB                                          float64
 	duration                                        time.Duration
@@ -611,6 +641,13 @@ func (b *bench) machineInfo(runtimeVersion string, d time.Duration) machine {
 		if kb, err := ParseProcStatusKB(string(mi), "MemTotal"); err == nil {
 			m.memGiB = float64(kb) / (1 << 20)
 		}
+	}
+	ours, oerr := loadedImageMB(b.opt.ours)
+	up, uerr := loadedImageMB(b.opt.upstream)
+	if oerr == nil && uerr == nil {
+		m.images = fmt.Sprintf("ours %.1f MB, upstream %.1f MB (%.2f×)", ours, up, ours/up)
+	} else {
+		m.images = fmt.Sprintf("unknown: %v %v", oerr, uerr)
 	}
 	if out, err := exec.Command(b.opt.upstream, "--version").Output(); err == nil {
 		m.upstream = strings.TrimSpace(string(out))

@@ -9,6 +9,7 @@ type figure struct{ key, label string }
 
 var (
 	workloads = []struct{ key, label string }{
+		{"start", "kubelet start on an empty runtime, fresh node"},
 		{"batch-small", "batch of %d"},
 		{"batch-large", "batch of %d"},
 		{"stream", "stream of %d"},
@@ -16,16 +17,22 @@ var (
 		{"exit", "exit: %d containers killed through CRI, one every %v (kill → terminated status)"},
 		{"csi", "CSI: stream of %d pods, each with a pre-provisioned volume of upstream's mock driver"},
 	}
+	startFigs = []figure{
+		{"reg", "process start → node registered (s)"}, {"ready", "process start → node Ready (s)"},
+		{"rss0", "kubelet RSS, Ready, no pods (MiB)"}, {"rss0_anon", "… anonymous (MiB)"}, {"rss0_file", "… file-backed (MiB)"},
+	}
 	latencyFigs = []figure{
 		{"p50", "p50 (s)"}, {"p90", "p90 (s)"}, {"p99", "p99 (s)"}, {"max", "max (s)"}, {"batch", "whole batch (s)"},
 	}
 	resourceFigs = []figure{
 		{"cpu", "kubelet CPU (s)"}, {"hwm", "kubelet peak RSS (MiB)"}, {"rss_idle", "kubelet RSS idle, pods running (MiB)"},
+		{"rss_idle_anon", "… anonymous (MiB)"}, {"rss_idle_file", "… file-backed (MiB)"},
 		{"reqs", "API requests / pod"},
 	}
 	phaseFigs = []figure{
 		{"ph_sched", "create → scheduled (s)"}, {"ph_status", "scheduled → first kubelet status (s)"},
 		{"ph_running", "first kubelet status → running (s)"},
+		{"ph_report", "container started (runtime's StartedAt) → running seen by the driver (s)"},
 	}
 	// Our kubelet only: the same path split with its log (-v=2 lines).
 	logPhaseFigs = []figure{
@@ -38,6 +45,8 @@ var (
 func (b *bench) wlLabel(key, label string) string {
 	n := b.opt.batchSmall
 	switch key {
+	case "start":
+		return label
 	case "batch-large", "churn":
 		n = b.opt.batchLarge
 	case "stream":
@@ -64,7 +73,7 @@ func (b *bench) table() string {
 		if wl.key == "churn" {
 			label += " (delete → DELETED)"
 		}
-		for _, f := range append(append([]figure{}, latencyFigs...), resourceFigs...) {
+		for _, f := range append(append(append([]figure{}, startFigs...), latencyFigs...), resourceFigs...) {
 			ours, up, fl := b.res.get("ours", wl.key, f.key), b.res.get("upstream", wl.key, f.key), b.res.get("floor", wl.key, f.key)
 			if len(ours) == 0 && len(up) == 0 {
 				continue
@@ -82,12 +91,15 @@ func (b *bench) phaseTable() string {
 	var sb strings.Builder
 	sb.WriteString("| workload | phase (per-pod median) | ours | upstream | ours/upstream |\n|---|---|---|---|---|\n")
 	for _, wl := range workloads {
-		if wl.key == "churn" || wl.key == "exit" {
+		if wl.key == "churn" || wl.key == "exit" || wl.key == "start" {
 			continue
 		}
 		label := b.wlLabel(wl.key, wl.label)
 		for _, f := range phaseFigs {
 			ours, up := b.res.get("ours", wl.key, f.key), b.res.get("upstream", wl.key, f.key)
+			if len(ours) == 0 && len(up) == 0 {
+				continue
+			}
 			fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s |\n", label, f.label, FormatSpread(ours), FormatSpread(up), FormatSpread(PairedRatios(ours, up)))
 			label = ""
 		}
@@ -95,6 +107,42 @@ func (b *bench) phaseTable() string {
 			ours := b.res.get("ours", wl.key, f.key)
 			fmt.Fprintf(&sb, "| | ours: %s (s) | %s | | |\n", f.label, FormatSpread(ours))
 		}
+	}
+	return sb.String()
+}
+
+// floorTable sets the floor's CRI calls beside our kubelet's span of the same
+// steps (from its log), for runc and, when it runs here, crun.
+func (b *bench) floorTable() string {
+	var sb strings.Builder
+	sb.WriteString("| workload | step (per-pod median, s) | ours (log) | floor, runc | floor, crun | ours/floor (runc) | crun/runc |\n|---|---|---|---|---|---|---|\n")
+	rows := []struct{ label, ours, floor string }{
+		{"startup p50", "p50", "p50"},
+		{"sandbox: ours ADD → sandbox created; floor RunPodSandbox", "lg_sandbox", "cri_sandbox"},
+		{"container: ours sandbox → container started; floor CreateContainer + StartContainer", "lg_container", "cri_container"},
+		{"… floor CreateContainer", "", "cri_create"},
+		{"… floor StartContainer", "", "cri_start"},
+	}
+	for _, wl := range workloads {
+		if wl.key != "batch-small" && wl.key != "batch-large" && wl.key != "stream" {
+			continue
+		}
+		label := b.wlLabel(wl.key, wl.label)
+		for _, r := range rows {
+			var ours []float64
+			if r.ours != "" {
+				ours = b.res.get("ours", wl.key, r.ours)
+			}
+			runc, crun := b.res.get("floor", wl.key, r.floor), b.res.get("floor-crun", wl.key, r.floor)
+			fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s | %s |\n", label, r.label, FormatSpread(ours), FormatSpread(runc), FormatSpread(crun),
+				FormatSpread(PairedRatios(ours, runc)), FormatSpread(PairedRatios(crun, runc)))
+			label = ""
+		}
+	}
+	if b.crun.note != "" {
+		fmt.Fprintf(&sb, "\ncrun: %s\n", b.crun.note)
+	} else {
+		sb.WriteString("\ncrun: not installed (hack/install-deps.sh installs Debian's), so it has no column.\n")
 	}
 	return sb.String()
 }
@@ -114,6 +162,7 @@ part by hand; re-run `+"`make bench`"+` instead.
 | date | %s |
 | our kubelet | commit %s |
 | upstream kubelet | %s (same version as the control plane: %s) |
+| kubelet binaries, loaded part (the ELF sections mapped into memory: the stripped size) | %s |
 | container runtime | %s (dedicated instance `+"`bench`"+`, runc, overlayfs/native per hack/containerd.sh) |
 | kernel | %s |
 | machine | %d CPUs, %.1f GiB memory |
@@ -160,6 +209,11 @@ part by hand; re-run `+"`make bench`"+` instead.
   issued the create call to the arrival of the first watch event showing every container running
   (driver clock, sub-millisecond; never the API's 1 s timestamps). "Whole batch": first create
   issued to the last pod running. Deletion: from the delete call to the watch's DELETED event.
+- Kubelet start: from just before the process is started to the driver's first watch event of
+  the Node object (registered) and of it Ready, on a runtime with no pods and with the Node object
+  deleted; then, 3 s later, its RSS with no pods. RSS is VmRSS, split into RssAnon (the process's
+  own memory) and RssFile (file-backed: mostly the pages of the kubelet's own binary that are
+  mapped in).
 - Kubelet CPU: utime+stime from /proc/<pid>/stat over the workload's window (from its first call
   to 3 s after it completed; %v for the large batch). Peak RSS: VmHWM over the same window (reset
   through /proc/<pid>/clear_refs at its start). Idle RSS: VmRSS with the large batch running,
@@ -172,7 +226,9 @@ part by hand; re-run `+"`make bench`"+` instead.
 - Floor: the same batches (and the same stream) straight through CRI with cri-client —
   RunPodSandbox, CreateContainer, StartContainer per pod, one goroutine per pod and no bound,
   which is the parallelism of our kubelet (one pod worker per pod, no limit). Latency: first CRI
-  call issued to StartContainer returned.
+  call issued to StartContainer returned. Each call is timed too. When Debian's crun is installed,
+  one pod with the runtime handler crun (hack/containerd.sh configures it: the same shim, crun as
+  its binary) is tried first; if it starts, each round runs the floor once more with crun.
 - Log reads, last in each kubelet's share of a round: see the section of that name below.
 - Every cell: median over rounds [min–max across rounds]. Ratios are computed per round between
   runs of the same round (paired), then median [min–max] over rounds.
@@ -183,11 +239,21 @@ part by hand; re-run `+"`make bench`"+` instead.
 ### Where the startup time goes (driver-observed, per-pod medians)
 
 "First kubelet status" is the first watch event with the kubelet's Initialized condition.
+"Container started → running seen" is the kubelet's share of reporting a start: from the
+runtime's own StartedAt of the container (CRI ContainerStatus, nanoseconds, read after the
+workload) to the first watch event showing it running.
 
 %s
-`, m.date, m.commit, m.upstream, m.server, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
+### The floor's CRI calls beside ours
+
+Each floor pod times its three CRI calls; our kubelet's span of the same steps comes from its
+log (from the pod's ADD, so it includes admission and dispatch; from the sandbox to the started
+container, so it includes ImageStatus). The remaining distance to the floor is in these rows.
+
+%s
+`, m.date, m.commit, m.upstream, m.server, m.images, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
 		o.verbosity, testImage, o.batchSmall, o.batchLarge, o.settleIdle, o.batchLarge, o.streamN, o.streamEvery,
-		o.exitPods, o.exitEvery, o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable())
+		o.exitPods, o.exitEvery, o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable(), b.floorTable())
 	sb.WriteString(b.liveTailTable())
 	if len(b.fails) > 0 {
 		sb.WriteString("### Failed runs (their figures are missing above)\n\n")

@@ -1,0 +1,166 @@
+package main
+
+// Figures around a kubelet's own start and its reports of started containers:
+// process start to a registered and a Ready node, RSS split into its
+// anonymous and file-backed parts, and a container's start in the runtime to
+// the driver's first sight of it running.
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	cri "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// nodeStartup records when the node first appears and first turns Ready, on
+// the driver's clock, from a watch opened before the kubelet starts (the
+// Node object's timestamps have a 1 s resolution).
+type nodeStartup struct {
+	mu                sync.Mutex
+	registered, ready time.Time
+}
+
+func watchNodeStartup(ctx context.Context, cs kubernetes.Interface, name string) (*nodeStartup, error) {
+	w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		return nil, err
+	}
+	ns := &nodeStartup{}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			now := time.Now()
+			n, ok := ev.Object.(*v1.Node)
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+				continue
+			}
+			ns.mu.Lock()
+			if ns.registered.IsZero() {
+				ns.registered = now
+			}
+			if ns.ready.IsZero() && nodeReady(n) {
+				ns.ready = now
+			}
+			done := !ns.ready.IsZero()
+			ns.mu.Unlock()
+			if done {
+				return
+			}
+		}
+	}()
+	return ns, nil
+}
+
+func nodeReady(n *v1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == v1.NodeReady {
+			return c.Status == v1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// since returns the seconds from start to the registration and to Ready
+// (NaN for what has not happened).
+func (s *nodeStartup) since(start time.Time) (registered, ready float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return secondsSince(start, s.registered), secondsSince(start, s.ready)
+}
+
+// recordReportLatency adds, for the pods named, the median time from each
+// container's start in the runtime (its CRI StartedAt, nanoseconds on this
+// machine's clock) to the driver's first watch event showing it running: the
+// kubelet's part of reporting a start (noticing it, the status PATCH, the
+// API's watch). Read after the workload's window, so it costs the kubelet
+// nothing measured.
+func (b *bench) recordReportLatency(ctx context.Context, kind, wl, ns string, t *tracker, names []string) {
+	started, err := containerStarts(ctx, b.rt, ns)
+	if err != nil {
+		logf("%s %s: container starts: %v", kind, wl, err)
+		return
+	}
+	var lat []float64
+	for i, p := range t.snapshot(names) {
+		s, ok := started[names[i]]
+		if !ok || p.running.IsZero() {
+			continue
+		}
+		lat = append(lat, p.running.Sub(s).Seconds())
+	}
+	if len(lat) != len(names) {
+		logf("%s %s: a container start for %d of %d pods", kind, wl, len(lat), len(names))
+	}
+	b.res.add(kind, wl, "ph_report", Median(lat))
+}
+
+// containerStarts maps each pod of namespace ns to its container's start, as
+// the runtime recorded it. Both kubelets label containers with the pod's name
+// and namespace.
+func containerStarts(ctx context.Context, rt cri.RuntimeService, ns string) (map[string]time.Time, error) {
+	cs, err := rt.ListContainers(ctx, &runtimeapi.ContainerFilter{
+		LabelSelector: map[string]string{"io.kubernetes.pod.namespace": ns},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Time{}
+	for _, c := range cs {
+		st, err := rt.ContainerStatus(ctx, c.Id, false)
+		if err != nil {
+			return nil, fmt.Errorf("ContainerStatus %s: %w", c.Id, err)
+		}
+		if st.GetStatus().GetStartedAt() == 0 {
+			continue
+		}
+		at := time.Unix(0, st.GetStatus().GetStartedAt())
+		pod := c.Labels["io.kubernetes.pod.name"]
+		if prev, ok := out[pod]; !ok || at.Before(prev) {
+			out[pod] = at
+		}
+	}
+	return out, nil
+}
+
+// secondsSince is t−start in seconds, NaN when t is unset.
+func secondsSince(start, t time.Time) float64 {
+	if t.IsZero() {
+		return math.NaN()
+	}
+	return t.Sub(start).Seconds()
+}
+
+// recordRSS adds a process's RSS and its two parts, in MiB, as fig,
+// fig_anon and fig_file.
+func (b *bench) recordRSS(kind, wl, fig string, p procSample) {
+	b.res.add(kind, wl, fig, float64(p.rssKB)/1024)
+	b.res.add(kind, wl, fig+"_anon", float64(p.anonKB)/1024)
+	b.res.add(kind, wl, fig+"_file", float64(p.fileKB)/1024)
+}
+
+// loadedImageMB is the size of a binary's sections that are loaded into
+// memory (SHF_ALLOC, without .bss), in MB (10^6 bytes): its stripped size,
+// less the ELF headers, whether or not the file carries symbols and DWARF.
+func loadedImageMB(path string) (float64, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var n uint64
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC != 0 && s.Type != elf.SHT_NOBITS {
+			n += s.Size
+		}
+	}
+	return float64(n) / 1e6, nil
+}
