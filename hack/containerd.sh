@@ -118,12 +118,14 @@ flavor_desc() {
   if [ "$CTRD_FLAVOR" = debian ]; then echo "Debian's containerd"; else echo "containerd $CONTAINERD_VERSION"; fi
 }
 
-# crun_handler TABLE SHIM: a second runtime handler, "crun", when Debian's crun
-# is installed: the same runc shim driving crun instead of runc (a pod selects
-# it with a RuntimeClass whose handler is crun). make bench measures it
-# against runc (docs/benchmarks.md); runc stays the default.
+# crun_handler TABLE SHIM: on the bench instance, a second runtime handler,
+# "crun", when Debian's crun is installed: the same runc shim driving crun
+# instead of runc. make bench tries it and measures it against runc
+# (docs/benchmarks.md). Other instances do not advertise it: Debian 12's crun
+# 1.8.1 starts nothing on these machines (it refuses containerd 2's OCI spec
+# version and the hybrid cgroup layout), and runc stays the default.
 crun_handler() {
-  [ -x /usr/bin/crun ] || return 0
+  [ "$GK_INST" = bench ] && [ -x /usr/bin/crun ] || return 0
   echo
   echo "      [$1.crun]"
   echo '        runtime_type = "io.containerd.runc.v2"'
