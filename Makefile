@@ -82,7 +82,7 @@ bench-churn:
 # [NodeConformance] specs against this kubelet as the local cluster's node;
 # writes docs/conformance.md (both kubelets' columns). 30-60 minutes, plus
 # the first build of the suite. Variables: CONFORMANCE_KUBELET=upstream (the
-# upstream kubelet, for the comparison column), CONFORMANCE_SET=conformance
+# upstream kubelet, for the comparison column), CONFORMANCE_SET=full
 # or serial (other spec sets), CONFORMANCE_SUBSET=FILE (just those specs, as
 # make test does). See docs/conformance-run.md.
 .PHONY: conformance

@@ -10,8 +10,10 @@
 #                         KUBE_VERSION, same settings, same cluster and containerd
 #   CONFORMANCE_SET       node (default): [NodeConformance] without [Serial],
 #                           [Disruptive], [Flaky], [Slow]
-#                         conformance: every [Conformance] spec (without
-#                           [Disruptive], [Flaky]; serial ones run last)
+#                         full: every [Conformance] spec that may run in
+#                           parallel (without [Serial], [Disruptive], [Flaky]),
+#                           the set that certifies a distribution less the
+#                           serial part
 #                         serial: the [Serial] specs of [NodeConformance] and
 #                           [Conformance] (without [Disruptive], [Flaky])
 #   CONFORMANCE_SUBSET    FILE: run exactly the specs FILE lists (one full name a
@@ -55,17 +57,17 @@ case $SET in
     SKIP='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
     SET_DOC='the [NodeConformance] specs that may run in parallel'
     PROCS=${CONFORMANCE_PROCS:-4} ;;
-  conformance)
+  full)
     FOCUS='\[Conformance\]'
-    SKIP='\[Disruptive\]|\[Flaky\]'
-    SET_DOC='every [Conformance] spec'
+    SKIP='\[Serial\]|\[Disruptive\]|\[Flaky\]'
+    SET_DOC='every [Conformance] spec that may run in parallel'
     PROCS=${CONFORMANCE_PROCS:-4} ;;
   serial)
     FOCUS='(\[NodeConformance\]|\[Conformance\]).*\[Serial\]|\[Serial\].*(\[NodeConformance\]|\[Conformance\])'
     SKIP='\[Disruptive\]|\[Flaky\]'
     SET_DOC='the [Serial] specs of [NodeConformance] and [Conformance]'
     PROCS=${CONFORMANCE_PROCS:-1} ;;
-  *) gk_die "CONFORMANCE_SET must be node, conformance or serial, not '$SET'" ;;
+  *) gk_die "CONFORMANCE_SET must be node, full or serial, not '$SET'" ;;
 esac
 
 BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin
