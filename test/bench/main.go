@@ -465,6 +465,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	time.Sleep(o.settleIdle)
 	p := w.close(ctx, kind, "batch-large", len(large))
 	b.recordRSS(kind, "batch-large", "rss_idle", p)
+	b.saveHeapProfile(ctx, filepath.Join(o.workDir, fmt.Sprintf("%s-r%d-heap-idle.pb.gz", kind, round)))
 	b.recordStartup(kind, "batch-large", t.snapshot(large))
 	b.recordReportLatency(ctx, kind, "batch-large", ns, t, large)
 

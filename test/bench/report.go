@@ -217,7 +217,8 @@ part by hand; re-run `+"`make bench`"+` instead.
 - Kubelet CPU: utime+stime from /proc/<pid>/stat over the workload's window (from its first call
   to 3 s after it completed; %v for the large batch). Peak RSS: VmHWM over the same window (reset
   through /proc/<pid>/clear_refs at its start). Idle RSS: VmRSS with the large batch running,
-  %v after the last pod started.
+  %v after the last pod started; each kubelet's heap profile at that moment is kept beside its
+  log (`+"`<kind>-r<round>-heap-idle.pb.gz`"+`, for `+"`go tool pprof`"+`).
 - API requests per pod, from the API server's side: the increase of
   `+"`apiserver_flowcontrol_dispatched_requests_total`"+` for the flow schemas that match group
   system:nodes (`+"`system-nodes`"+`, `+"`system-node-high`"+`; only the kubelet under test uses that

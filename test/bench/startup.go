@@ -10,6 +10,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 
@@ -163,4 +164,21 @@ func loadedImageMB(path string) (float64, error) {
 		}
 	}
 	return float64(n) / 1e6, nil
+}
+
+// saveHeapProfile keeps the kubelet's heap profile (its /debug/pprof/heap,
+// through the API server's node proxy, as the last GC saw it) in path, for
+// `go tool pprof`: where the anonymous memory of an idle node with pods goes.
+// Not part of the report.
+func (b *bench) saveHeapProfile(ctx context.Context, path string) {
+	raw, err := b.cs.CoreV1().RESTClient().Get().
+		AbsPath("/api/v1/nodes", b.env["NODE_NAME"], "proxy/debug/pprof/heap").DoRaw(ctx)
+	if err == nil {
+		err = os.WriteFile(path, raw, 0o644)
+	}
+	if err != nil {
+		logf("heap profile: %v", err)
+		return
+	}
+	logf("heap profile: %s", path)
 }
