@@ -434,6 +434,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 
 	// Batch: small.
 	small := podNames("small", o.batchSmall)
+	ops0 := b.runtimeOps(ctx)
 	w := b.openWindow(ctx, pid)
 	if err := createPods(ctx, b.cs, ns, t, small, len(small), 0); err != nil {
 		return err
@@ -443,6 +444,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	}
 	time.Sleep(3 * time.Second)
 	w.close(ctx, kind, "batch-small", len(small))
+	b.recordRuntimeOps(kind, "batch-small", ops0, b.runtimeOps(ctx), len(small))
 	b.recordStartup(kind, "batch-small", t.snapshot(small))
 	b.recordReportLatency(ctx, kind, "batch-small", ns, t, small)
 	if err := deletePods(ctx, b.cs, ns, t, small, len(small)); err != nil {
@@ -455,6 +457,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 
 	// Batch: large, then the idle RSS with it running.
 	large := podNames("large", o.batchLarge)
+	ops0 = b.runtimeOps(ctx)
 	w = b.openWindow(ctx, pid)
 	if err := createPods(ctx, b.cs, ns, t, large, len(large), 0); err != nil {
 		return err
@@ -464,6 +467,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	}
 	time.Sleep(o.settleIdle)
 	p := w.close(ctx, kind, "batch-large", len(large))
+	b.recordRuntimeOps(kind, "batch-large", ops0, b.runtimeOps(ctx), len(large))
 	b.recordRSS(kind, "batch-large", "rss_idle", p)
 	b.saveHeapProfile(ctx, filepath.Join(o.workDir, fmt.Sprintf("%s-r%d-heap-idle.pb.gz", kind, round)))
 	b.recordStartup(kind, "batch-large", t.snapshot(large))
@@ -489,6 +493,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 
 	// Steady stream.
 	stream := podNames("stream", o.streamN)
+	ops0 = b.runtimeOps(ctx)
 	w = b.openWindow(ctx, pid)
 	if err := createPods(ctx, b.cs, ns, t, stream, 1, o.streamEvery); err != nil {
 		return err
@@ -498,6 +503,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	}
 	time.Sleep(3 * time.Second)
 	w.close(ctx, kind, "stream", len(stream))
+	b.recordRuntimeOps(kind, "stream", ops0, b.runtimeOps(ctx), len(stream))
 	b.recordStartup(kind, "stream", t.snapshot(stream))
 	b.recordReportLatency(ctx, kind, "stream", ns, t, stream)
 	if kind == "ours" {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -147,6 +149,43 @@ func (b *bench) floorTable() string {
 	return sb.String()
 }
 
+// runtimeOpsTable: the runtime calls each kubelet made per pod, by operation
+// type, over each startup workload's window.
+func (b *bench) runtimeOpsTable() string {
+	var sb strings.Builder
+	sb.WriteString("| workload | CRI calls per pod | ours | upstream | ours/upstream |\n|---|---|---|---|---|\n")
+	for _, wl := range workloads {
+		if wl.key != "batch-small" && wl.key != "batch-large" && wl.key != "stream" {
+			continue
+		}
+		ops := map[string]bool{}
+		for _, kind := range []string{"ours", "upstream"} {
+			for fig := range b.res[kind][wl.key] {
+				if op, ok := strings.CutPrefix(fig, "ops:"); ok {
+					ops[op] = true
+				}
+			}
+		}
+		if len(b.res.get("ours", wl.key, "ops")) == 0 && len(b.res.get("upstream", wl.key, "ops")) == 0 {
+			continue
+		}
+		label := b.wlLabel(wl.key, wl.label)
+		for _, op := range append([]string{""}, slices.Sorted(maps.Keys(ops))...) {
+			f, name := "ops:"+op, op
+			if op == "" {
+				f, name = "ops", "all"
+			}
+			ours, up := b.res.get("ours", wl.key, f), b.res.get("upstream", wl.key, f)
+			if op != "" && !anyNonZero(ours) && !anyNonZero(up) {
+				continue
+			}
+			fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s |\n", label, name, FormatSpread(ours), FormatSpread(up), FormatSpread(PairedRatios(ours, up)))
+			label = ""
+		}
+	}
+	return sb.String()
+}
+
 func (b *bench) report(m machine, table string) string {
 	o := b.opt
 	var sb strings.Builder
@@ -252,9 +291,18 @@ log (from the pod's ADD, so it includes admission and dispatch; from the sandbox
 container, so it includes ImageStatus). The remaining distance to the floor is in these rows.
 
 %s
+### The runtime calls each kubelet makes
+
+The floor makes three calls per pod (RunPodSandbox, CreateContainer, StartContainer). Each
+kubelet counts its own in `+"`kubelet_runtime_operations_total`"+` by operation type; read from its
+`+"`/metrics`"+` (through the API server's node proxy) before and after each workload's window,
+divided by the workload's pods. The relists of the window (about one a second, each listing
+sandboxes and containers) are included.
+
+%s
 `, m.date, m.commit, m.upstream, m.server, m.images, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
 		o.verbosity, testImage, o.batchSmall, o.batchLarge, o.settleIdle, o.batchLarge, o.streamN, o.streamEvery,
-		o.exitPods, o.exitEvery, o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable(), b.floorTable())
+		o.exitPods, o.exitEvery, o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable(), b.floorTable(), b.runtimeOpsTable())
 	sb.WriteString(b.liveTailTable())
 	if len(b.fails) > 0 {
 		sb.WriteString("### Failed runs (their figures are missing above)\n\n")
@@ -264,4 +312,13 @@ container, so it includes ImageStatus). The remaining distance to the floor is i
 		sb.WriteString("\n")
 	}
 	return sb.String()
+}
+
+func anyNonZero(xs []float64) bool {
+	for _, x := range xs {
+		if x != 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -182,3 +182,36 @@ func (b *bench) saveHeapProfile(ctx context.Context, path string) {
 	}
 	logf("heap profile: %s", path)
 }
+
+// runtimeOps reads the kubelet's runtime calls so far by operation type
+// (kubelet_runtime_operations_total, which both kubelets export), through
+// the API server's node proxy; nil when it cannot.
+func (b *bench) runtimeOps(ctx context.Context) map[string]float64 {
+	raw, err := b.cs.CoreV1().RESTClient().Get().
+		AbsPath("/api/v1/nodes", b.env["NODE_NAME"], "proxy/metrics").DoRaw(ctx)
+	if err != nil {
+		logf("kubelet metrics: %v", err)
+		return nil
+	}
+	ops, err := SumByLabel(string(raw), "kubelet_runtime_operations_total", "operation_type")
+	if err != nil {
+		logf("kubelet metrics: %v", err)
+		return nil
+	}
+	return ops
+}
+
+// recordRuntimeOps adds the runtime calls per pod between two readings, by
+// operation type ("ops:<type>") and in all ("ops").
+func (b *bench) recordRuntimeOps(kind, wl string, before, after map[string]float64, pods int) {
+	if before == nil || after == nil || pods == 0 {
+		return
+	}
+	var all float64
+	for op, n := range after {
+		d := n - before[op]
+		all += d
+		b.res.add(kind, wl, "ops:"+op, d/float64(pods))
+	}
+	b.res.add(kind, wl, "ops", all/float64(pods))
+}

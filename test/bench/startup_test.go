@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,5 +38,32 @@ func TestLoadedImageMB(t *testing.T) {
 	}
 	if _, err := loadedImageMB("/proc/self/status"); err == nil {
 		t.Error("a text file has no loaded image")
+	}
+}
+
+// The runtime calls per pod: a reading before and after each window gives
+// the calls per pod by operation and in all; the table lists those either
+// kubelet made, with the total first.
+func TestRuntimeOpsTable(t *testing.T) {
+	b := &bench{res: results{}, opt: options{batchSmall: 2, batchLarge: 4, streamN: 3, streamEvery: time.Second}}
+	before := map[string]float64{"run_podsandbox": 10, "container_status": 5, "version": 1}
+	b.recordRuntimeOps("ours", "batch-large", before, map[string]float64{"run_podsandbox": 14, "container_status": 13, "version": 1}, 4)
+	b.recordRuntimeOps("upstream", "batch-large", before, map[string]float64{"run_podsandbox": 14, "container_status": 25, "version": 1}, 4)
+	b.recordRuntimeOps("ours", "stream", nil, map[string]float64{"run_podsandbox": 3}, 3)
+	got := b.runtimeOpsTable()
+	for _, want := range []string{
+		"| batch of 4 | all | 3.00 | 6.00 | 0.50 |",
+		"|  | container_status | 2.00 | 5.00 | 0.40 |",
+		"|  | run_podsandbox | 1.00 | 1.00 | 1.00 |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "version") {
+		t.Errorf("an operation no kubelet made in the window is listed:\n%s", got)
+	}
+	if strings.Contains(got, "stream of") || strings.Contains(got, "batch of 2") {
+		t.Errorf("a workload without both readings is listed:\n%s", got)
 	}
 }

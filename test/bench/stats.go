@@ -291,3 +291,30 @@ func ParseKlogLine(line string, year int, loc *time.Location) (KlogEvent, bool) 
 	}
 	return ev, len(ev.Pods) > 0
 }
+
+// SumByLabel sums the samples of the counter name in a Prometheus text
+// exposition by the value of one label (e.g. kubelet_runtime_operations_total
+// by operation_type).
+func SumByLabel(metrics, name, label string) (map[string]float64, error) {
+	out := map[string]float64{}
+	found := false
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		end := strings.IndexByte(line, '}')
+		if end < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad sample %q: %w", line, err)
+		}
+		found = true
+		out[parseLabels(line[len(name)+1:end])[label]] += v
+	}
+	if !found {
+		return nil, fmt.Errorf("no %s in metrics", name)
+	}
+	return out, nil
+}

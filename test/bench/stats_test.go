@@ -111,3 +111,26 @@ func TestChurnSectionIsKept(t *testing.T) {
 		t.Errorf("replaced badly: %q", doc2)
 	}
 }
+
+func TestSumByLabel(t *testing.T) {
+	metrics := `# HELP kubelet_runtime_operations_total Cumulative number of runtime operations by operation type.
+# TYPE kubelet_runtime_operations_total counter
+kubelet_runtime_operations_total{operation_type="container_status"} 250
+kubelet_runtime_operations_total{operation_type="run_podsandbox"} 100
+kubelet_runtime_operations_total{operation_type="run_podsandbox",other="x"} 2
+kubelet_runtime_operations_errors_total{operation_type="run_podsandbox"} 7
+`
+	got, err := SumByLabel(metrics, "kubelet_runtime_operations_total", "operation_type")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["container_status"] != 250 || got["run_podsandbox"] != 102 {
+		t.Errorf("got %v", got)
+	}
+	if _, err := SumByLabel(metrics, "kubelet_nothing_total", "operation_type"); err == nil {
+		t.Error("a missing counter is no error")
+	}
+	if _, err := SumByLabel(`kubelet_runtime_operations_total{operation_type="x"} NaNish`, "kubelet_runtime_operations_total", "operation_type"); err == nil {
+		t.Error("a bad sample is no error")
+	}
+}
