@@ -311,7 +311,7 @@ func SumByLabel(metrics, name, label string) (map[string]float64, error) {
 			return nil, fmt.Errorf("bad sample %q: %w", line, err)
 		}
 		found = true
-		out[parseLabels(line[len(name)+1:end])[label]] += v
+		out[parseLabels(line[len(name)+1 : end])[label]] += v
 	}
 	if !found {
 		return nil, fmt.Errorf("no %s in metrics", name)
