@@ -144,7 +144,7 @@ func (b *bench) floorTable() string {
 	if b.crun.note != "" {
 		fmt.Fprintf(&sb, "\ncrun: %s\n", b.crun.note)
 	} else {
-		sb.WriteString("\ncrun: not installed (hack/install-deps.sh installs Debian's), so it has no column.\n")
+		sb.WriteString("\ncrun: not installed (hack/install-deps.sh adds Debian's, optional, when it installs packages), so it has no column.\n")
 	}
 	return sb.String()
 }
