@@ -1325,24 +1325,15 @@ func RequestCounts(metrics string) map[string]float64 {
 // suffix) whose labels include every pair of match.
 func SumSamples(metrics, name string, match map[string]string) float64 {
 	var sum float64
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, name+"{") {
-			continue
+	// A sample that is not a number counts as nothing here.
+	_ = eachSample(metrics, name, func(l map[string]string, v float64) {
+		for k, want := range match {
+			if l[k] != want {
+				return
+			}
 		}
-		end := strings.IndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		l := parseLabels(line[len(name)+1 : end])
-		ok := true
-		for k, v := range match {
-			ok = ok && l[k] == v
-		}
-		var v float64
-		if _, err := fmt.Sscan(strings.TrimSpace(line[end+1:]), &v); ok && err == nil {
-			sum += v
-		}
-	}
+		sum += v
+	})
 	return sum
 }
 

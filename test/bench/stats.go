@@ -150,24 +150,14 @@ func SumDispatched(metrics string, schemas []string) (float64, error) {
 	}
 	var sum float64
 	found := false
-	for _, line := range strings.Split(metrics, "\n") {
-		if !strings.HasPrefix(line, "apiserver_flowcontrol_dispatched_requests_total{") {
-			continue
-		}
-		end := strings.IndexByte(line, '}')
-		if end < 0 {
-			continue
-		}
-		labels := parseLabels(line[len("apiserver_flowcontrol_dispatched_requests_total{"):end])
+	err := eachSample(metrics, "apiserver_flowcontrol_dispatched_requests_total", func(labels map[string]string, v float64) {
 		found = true
-		if !want[labels["flow_schema"]] {
-			continue
+		if want[labels["flow_schema"]] {
+			sum += v
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
-		if err != nil {
-			return 0, fmt.Errorf("bad sample %q: %w", line, err)
-		}
-		sum += v
+	})
+	if err != nil {
+		return 0, err
 	}
 	if !found {
 		return 0, fmt.Errorf("no apiserver_flowcontrol_dispatched_requests_total in metrics")
@@ -298,6 +288,23 @@ func ParseKlogLine(line string, year int, loc *time.Location) (KlogEvent, bool) 
 func SumByLabel(metrics, name, label string) (map[string]float64, error) {
 	out := map[string]float64{}
 	found := false
+	err := eachSample(metrics, name, func(labels map[string]string, v float64) {
+		found = true
+		out[labels[label]] += v
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return nil, fmt.Errorf("no %s in metrics", name)
+	}
+	return out, nil
+}
+
+// eachSample calls f with the labels and value of each labelled sample of
+// the metric name in a Prometheus text exposition; a value that is not a
+// number is an error.
+func eachSample(metrics, name string, f func(labels map[string]string, v float64)) error {
 	for _, line := range strings.Split(metrics, "\n") {
 		if !strings.HasPrefix(line, name+"{") {
 			continue
@@ -308,13 +315,9 @@ func SumByLabel(metrics, name, label string) (map[string]float64, error) {
 		}
 		v, err := strconv.ParseFloat(strings.TrimSpace(line[end+1:]), 64)
 		if err != nil {
-			return nil, fmt.Errorf("bad sample %q: %w", line, err)
+			return fmt.Errorf("bad sample %q: %w", line, err)
 		}
-		found = true
-		out[parseLabels(line[len(name)+1 : end])[label]] += v
+		f(parseLabels(line[len(name)+1:end]), v)
 	}
-	if !found {
-		return nil, fmt.Errorf("no %s in metrics", name)
-	}
-	return out, nil
+	return nil
 }
