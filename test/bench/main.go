@@ -324,12 +324,7 @@ func (b *bench) waitNode(ctx context.Context, timeout time.Duration) error {
 		n, err := b.cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		last := fmt.Sprint(err)
 		if err == nil {
-			ready := false
-			for _, c := range n.Status.Conditions {
-				if c.Type == v1.NodeReady && c.Status == v1.ConditionTrue {
-					ready = true
-				}
-			}
+			ready := nodeReady(n)
 			tainted := false
 			for _, t := range n.Spec.Taints {
 				if t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute {
