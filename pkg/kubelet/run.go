@@ -12,6 +12,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -25,6 +26,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/node/machineinfo"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
+	"github.com/gokubelet/kubelet/pkg/node/podcerts"
 	"github.com/gokubelet/kubelet/pkg/plugins/devices"
 	"github.com/gokubelet/kubelet/pkg/plugins/dra"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
@@ -179,6 +181,27 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 			HealthMessages: s.Features.Enabled(features.ResourceHealthStatusMessage),
 		},
 	})
+	var trustBundles objects.TrustBundleGetter
+	if s.Features.Enabled(features.ClusterTrustBundleProjection) {
+		trustBundles = core.TrustBundles()
+	}
+	var (
+		podCerts       *podcerts.Manager
+		podCertsSource volume.PodCertificates
+	)
+	if s.Features.Enabled(features.PodCertificateRequest) {
+		var kube kubernetes.Interface
+		if clients != nil {
+			kube = clients.Kube
+		}
+		podCerts = podcerts.New(podcerts.Options{
+			Client:   kube,
+			NodeName: s.NodeName,
+			NodeUID:  func() types.UID { return core.Node().UID },
+			OnChange: func(uid types.UID) { volumes.PodCredentialChanged(uid) },
+		})
+		podCertsSource = podCerts
+	}
 	volumes = volume.New(volume.Options{
 		RootDir:         s.RootDir,
 		CSIDrivers:      plugins.csi,
@@ -186,6 +209,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		NodeName:        s.NodeName,
 		Objects:         core.Objects(),
 		Tokens:          core.Tokens(),
+		TrustBundles:    trustBundles,
+		PodCertificates: podCertsSource,
 		Claims:          claims,
 		ClaimStatus:     claimStatus,
 		NodeAllocatable: func() v1.ResourceList { return core.Node().Status.Allocatable },
@@ -373,6 +398,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	}
 	eng.AddTo(engineStage, g.Stage("sync-loop"))
 	res.addTo(engineStage)
+	if podCerts != nil {
+		engineStage.Add("pod-certificates", runnable.Func(podCerts.Start))
+	}
 	if vn != nil {
 		g.Stage("virtual-nodes").Add("virtual-nodes", vn)
 	}

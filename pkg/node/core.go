@@ -67,7 +67,8 @@ type Options struct {
 	// EventComponent names the event source (default "kubelet").
 	EventComponent string
 	// OnObjectChange, when set, is told when a ConfigMap or Secret a pod
-	// references changes (the volume manager refreshes what uses it).
+	// references changes, or any ClusterTrustBundle (the volume manager
+	// refreshes what uses it).
 	OnObjectChange func(objects.Ref)
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
@@ -76,15 +77,16 @@ type Options struct {
 // Core is one node's shared core. Build it with New, attach the engine
 // with SetLifecycle, add its runnables to the group with AddTo.
 type Core struct {
-	name        string
-	clock       clock.WithTicker
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-	pods        *podmanager.Manager
-	status      *statuswriter.Manager
-	objects     *objects.Manager
-	tokens      *objects.Tokens
-	lifecycle   Lifecycle
+	name         string
+	clock        clock.WithTicker
+	broadcaster  record.EventBroadcaster
+	recorder     record.EventRecorder
+	pods         *podmanager.Manager
+	status       *statuswriter.Manager
+	objects      *objects.Manager
+	tokens       *objects.Tokens
+	trustBundles *objects.TrustBundles
+	lifecycle    Lifecycle
 
 	// localNode is the Node built from local facts at start, used for
 	// admission until the API server's copy is known (as upstream does),
@@ -158,6 +160,11 @@ func New(ctx context.Context, opts Options) (*Core, error) {
 	// Standalone (no client), every object read fails with a clear error.
 	c.objects = objects.New(objects.Options{Client: kube, OnChange: opts.OnObjectChange})
 	c.tokens = objects.NewTokens(kube, opts.Clock)
+	c.trustBundles = objects.NewTrustBundles(kube, func(name string) {
+		if opts.OnObjectChange != nil {
+			opts.OnObjectChange(objects.Ref{Kind: objects.ClusterTrustBundle, Name: name})
+		}
+	})
 
 	if opts.Clients == nil {
 		c.status = statuswriter.NewManager(statuswriter.Options{})
@@ -197,6 +204,10 @@ func (c *Core) Objects() *objects.Manager { return c.objects }
 
 // Tokens issues and renews the pods' service account tokens.
 func (c *Core) Tokens() *objects.Tokens { return c.tokens }
+
+// TrustBundles reads ClusterTrustBundles for clusterTrustBundle
+// projections.
+func (c *Core) TrustBundles() *objects.TrustBundles { return c.trustBundles }
 
 // Node is the Node admission decides against: the API server's copy once
 // registered, the one built from local facts before (and standalone).
@@ -238,7 +249,8 @@ func (c *Core) AddTo(s *runnable.Stage) {
 	}
 	s.Add("status-writer", runnable.Func(c.status.Start)).
 		Add("objects", runnable.Func(c.objects.Start)).
-		Add("tokens", runnable.Func(c.tokens.Start))
+		Add("tokens", runnable.Func(c.tokens.Start)).
+		Add("trust-bundles", runnable.Func(c.trustBundles.Start))
 	for _, n := range c.cluster.runnables() {
 		s.Add(n.name, n.r)
 	}

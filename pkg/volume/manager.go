@@ -41,6 +41,14 @@ type Options struct {
 	Objects objects.Getter
 	// Tokens issues service account tokens for projected volumes.
 	Tokens objects.TokenGetter
+	// TrustBundles reads ClusterTrustBundles for clusterTrustBundle
+	// projections (nil: the ClusterTrustBundleProjection gate is off, and
+	// such volumes fail with a reason naming it).
+	TrustBundles objects.TrustBundleGetter
+	// PodCertificates obtains the key and certificate chain of
+	// podCertificate projections (nil: the PodCertificateRequest gate is
+	// off, and such volumes fail with a reason naming it).
+	PodCertificates PodCertificates
 	// Claims reads PersistentVolumeClaims and PersistentVolumes.
 	Claims ClaimGetter
 	// ClaimStatus writes claim status after a node expansion (nil: CSI
@@ -79,6 +87,14 @@ type Options struct {
 	// checked for a grown PersistentVolume (default RefreshPeriod, the
 	// sync frequency upstream re-reads claims at).
 	ExpansionCheckPeriod time.Duration
+}
+
+// PodCertificates is what podCertificate projections need of
+// pkg/node/podcerts: the credential of one source of one pod's volume, and
+// forgetting a pod whose volumes are torn down.
+type PodCertificates interface {
+	CredentialBundle(ctx context.Context, pod *v1.Pod, volumeName string, sourceIndex int, src *v1.PodCertificateProjection) (privateKeyPEM, certChainPEM []byte, err error)
+	ForgetPod(uid types.UID)
 }
 
 // Manager sets up, refreshes and tears down pod volumes. It is safe for
@@ -418,6 +434,9 @@ func (m *Manager) TearDownPod(ctx context.Context, uid types.UID) error {
 	m.mu.Unlock()
 	m.forgetClaims(uid)
 	m.forgetExpansions(uid)
+	if m.opts.PodCertificates != nil {
+		m.opts.PodCertificates.ForgetPod(uid)
+	}
 	if pv != nil {
 		pv.mu.Lock()
 		defer pv.mu.Unlock()
@@ -520,16 +539,31 @@ func (m *Manager) ObjectChanged(ref objects.Ref) {
 		pods[uid] = pv
 	}
 	m.mu.Unlock()
+	m.sourceChanged(pods, func(pod *v1.Pod) bool { return volumesReference(pod, ref) })
+}
+
+// PodCredentialChanged rewrites the volumes of a pod whose podCertificate
+// credential was issued or renewed, or resyncs it while it waits for one.
+func (m *Manager) PodCredentialChanged(uid types.UID) {
+	m.mu.Lock()
+	pv := m.pods[uid]
+	m.mu.Unlock()
+	if pv == nil {
+		return
+	}
+	m.sourceChanged(map[types.UID]*podVolumes{uid: pv}, func(*v1.Pod) bool { return true })
+}
+
+// sourceChanged marks the pods among pods whose volumes use a changed
+// source: a ready pod's volumes are rewritten, a waiting pod is resynced.
+func (m *Manager) sourceChanged(pods map[types.UID]*podVolumes, uses func(*v1.Pod) bool) {
 	var resync, dirty []types.UID
 	for uid, pv := range pods {
 		pv.mu.Lock()
-		pod, uses, ready := pv.pod, false, pv.failures == 0
-		if pod != nil && pod.Namespace == ref.Namespace {
-			uses = volumesReference(pod, ref)
-		}
+		pod, ready := pv.pod, pv.failures == 0
 		pv.mu.Unlock()
 		switch {
-		case !uses:
+		case pod == nil || !uses(pod):
 		case ready:
 			dirty = append(dirty, uid)
 		default:
@@ -552,8 +586,16 @@ func (m *Manager) ObjectChanged(ref objects.Ref) {
 	}
 }
 
-// volumesReference reports whether a volume of pod shows the object.
+// volumesReference reports whether a volume of pod shows the object. Any
+// ClusterTrustBundle may concern a pod that projects one: a bundle joins
+// or leaves a signer's selection by its labels.
 func volumesReference(pod *v1.Pod, ref objects.Ref) bool {
+	if ref.Kind == objects.ClusterTrustBundle {
+		return projects(pod, func(s *v1.VolumeProjection) bool { return s.ClusterTrustBundle != nil })
+	}
+	if pod.Namespace != ref.Namespace {
+		return false
+	}
 	for _, v := range pod.Spec.Volumes {
 		switch {
 		case v.ConfigMap != nil:
@@ -570,6 +612,22 @@ func volumesReference(pod *v1.Pod, ref objects.Ref) bool {
 					(s.Secret != nil && ref.Kind == objects.Secret && s.Secret.Name == ref.Name) {
 					return true
 				}
+			}
+		}
+	}
+	return false
+}
+
+// projects reports whether a projected volume of pod has a source that
+// is.
+func projects(pod *v1.Pod, is func(*v1.VolumeProjection) bool) bool {
+	for _, v := range pod.Spec.Volumes {
+		if v.Projected == nil {
+			continue
+		}
+		for i := range v.Projected.Sources {
+			if is(&v.Projected.Sources[i]) {
+				return true
 			}
 		}
 	}

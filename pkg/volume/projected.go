@@ -11,11 +11,12 @@ import (
 	"github.com/gokubelet/kubelet/pkg/volume/atomicwriter"
 )
 
-// projected: ConfigMaps, Secrets, downward API fields and service account
-// tokens merged into one directory, on a tmpfs, read-only in containers.
-// It is rewritten when a source changes, and periodically, which renews
-// the token before it expires (the token cache decides when: at 80% of its
-// lifetime or after 24 hours).
+// projected: ConfigMaps, Secrets, downward API fields, service account
+// tokens, ClusterTrustBundles' trust anchors and pod certificates merged
+// into one directory, on a tmpfs, read-only in containers. It is rewritten
+// when a source changes, and periodically, which renews the token before
+// it expires (the token cache decides when: at 80% of its lifetime or
+// after 24 hours).
 type projected struct {
 	src *v1.ProjectedVolumeSource
 }
@@ -63,14 +64,72 @@ func (p *projected) files(ctx context.Context, s *setup) (map[string]atomicwrite
 		case src.ServiceAccountToken != nil:
 			merge(p.token(ctx, s, src.ServiceAccountToken, mode))
 		case src.ClusterTrustBundle != nil:
-			errs = append(errs, fmt.Errorf("source %d: clusterTrustBundle projections are not supported by this node", i))
+			merge(trustBundleFiles(ctx, s, i, src.ClusterTrustBundle, mode))
 		case src.PodCertificate != nil:
-			errs = append(errs, fmt.Errorf("source %d: podCertificate projections are not supported by this node", i))
+			merge(podCertificateFiles(ctx, s, i, src.PodCertificate, mode))
 		default:
 			errs = append(errs, fmt.Errorf("source %d: no known projection", i))
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// trustBundleFiles writes the trust anchors of the ClusterTrustBundles the
+// projection selects: one by name, or all of a signer whose labels match.
+// The file's mode follows the token's rule (0600 with an fsGroup or a
+// common run-as user), as upstream.
+func trustBundleFiles(ctx context.Context, s *setup, i int, t *v1.ClusterTrustBundleProjection, mode int32) (map[string]atomicwriter.File, error) {
+	tb := s.m.opts.TrustBundles
+	if tb == nil {
+		return nil, fmt.Errorf("source %d: clusterTrustBundle projections are off on this node (feature gate ClusterTrustBundleProjection)", i)
+	}
+	optional := t.Optional != nil && *t.Optional
+	var data []byte
+	var err error
+	switch {
+	case t.Name != nil:
+		data, err = tb.ByName(ctx, *t.Name, optional)
+	case t.SignerName != nil:
+		data, err = tb.BySigner(ctx, *t.SignerName, t.LabelSelector, optional)
+	default:
+		err = errors.New("a clusterTrustBundle projection needs a name or a signerName")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("source %d (clusterTrustBundle): %w", i, err)
+	}
+	if s.fsUser != nil || s.fsGroup != nil {
+		mode = 0o600
+	}
+	return map[string]atomicwriter.File{t.Path: {Data: data, Mode: mode, Owner: s.fsUser}}, nil
+}
+
+// podCertificateFiles writes a podCertificate projection's private key and
+// certificate chain: at keyPath and certificateChainPath, and both (key
+// first) at credentialBundlePath, each where set. Until the signer issued
+// the certificate the volume fails and the pod waits; the credential's
+// issue or renewal rewrites it. Modes as for a token.
+func podCertificateFiles(ctx context.Context, s *setup, i int, pc *v1.PodCertificateProjection, mode int32) (map[string]atomicwriter.File, error) {
+	certs := s.m.opts.PodCertificates
+	if certs == nil {
+		return nil, fmt.Errorf("source %d: podCertificate projections are off on this node (feature gate PodCertificateRequest)", i)
+	}
+	key, chain, err := certs.CredentialBundle(ctx, s.pod, s.name, i, pc)
+	if err != nil {
+		return nil, fmt.Errorf("source %d (podCertificate of signer %q): %w", i, pc.SignerName, err)
+	}
+	if s.fsUser != nil || s.fsGroup != nil {
+		mode = 0o600
+	}
+	out := map[string]atomicwriter.File{}
+	add := func(path string, data []byte) {
+		if path != "" {
+			out[path] = atomicwriter.File{Data: data, Mode: mode, Owner: s.fsUser}
+		}
+	}
+	add(pc.CredentialBundlePath, append(append([]byte{}, key...), chain...))
+	add(pc.KeyPath, key)
+	add(pc.CertificateChainPath, chain)
+	return out, nil
 }
 
 // token requests a token of the pod's service account, bound to the pod.

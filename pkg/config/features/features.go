@@ -47,6 +47,11 @@ const (
 	ResourceHealthStatus Feature = "ResourceHealthStatus"
 	// ResourceHealthStatusMessage: their messages.
 	ResourceHealthStatusMessage Feature = "ResourceHealthStatusMessage"
+	// ClusterTrustBundleProjection: clusterTrustBundle projected volume
+	// sources.
+	ClusterTrustBundleProjection Feature = "ClusterTrustBundleProjection"
+	// PodCertificateRequest: podCertificate projected volume sources.
+	PodCertificateRequest Feature = "PodCertificateRequest"
 )
 
 // Status is what a gate means for this kubelet.
@@ -81,12 +86,14 @@ type Gate struct {
 var Table = []Gate{
 	// Wired.
 	{CPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off: a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s (name of the gate from 1.36)"},
+	{ClusterTrustBundleProjection, Wired, "pkg/kubelet, pkg/volume", "off: a projected volume with a clusterTrustBundle source is not set up, and its pod waits with a reason naming the gate; on: the anchors of the named bundle, or of a signer's bundles matching the label selector, merged without duplicates"},
 	{ContainerRestartRules, Wired, "pkg/pod/podspec, pkg/engine/cri", "on: a container's own restartPolicy and restartPolicyRules (action Restart) decide its restarts before the pod's policy; off: a pod that sets them (other than a sidecar's restartPolicy Always) is rejected with reason ContainerRestartRulesNotSupported"},
 	{CustomCPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off (the default until 1.35): a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s"},
 	{GracefulNodeShutdown, Wired, "pkg/config/kubeletconfig", "off: shutdownGracePeriod and shutdownGracePeriodCriticalPods are refused, so graceful node shutdown cannot be turned on"},
 	{ImageMaximumGCAge, Wired, "pkg/config/kubeletconfig", "off: a non-zero imageMaximumGCAge is refused, so unused images are not removed by age"},
 	{InPlacePodVerticalScaling, Wired, "pkg/kubelet, pkg/engine/cri", "off: no allocation is kept and a changed container resource is not resized in place; no PodResizePending/PodResizeInProgress conditions"},
 	{KubeletFineGrainedAuthz, Wired, "pkg/kubelet, pkg/server", "off: /pods, /healthz and /configz are authorized as nodes/proxy only, not nodes/pods, nodes/healthz, nodes/configz first"},
+	{PodCertificateRequest, Wired, "pkg/kubelet, pkg/volume, pkg/node/podcerts", "off: a projected volume with a podCertificate source is not set up, and its pod waits with a reason naming the gate; on: a key per source, a PodCertificateRequest to its signer, the issued chain written and renewed from beginRefreshAt"},
 	{PodLevelResources, Wired, "pkg/engine/cri", "off: a pod with pod-level resources (spec.resources) is rejected with reason PodLevelResourcesNotSupported, as upstream"},
 	{PodObservedGenerationTracking, Wired, "pkg/engine/cri", "off: pod status and its conditions carry no observedGeneration"},
 	{PodReadyToStartContainersCondition, Wired, "pkg/pod/podstatus", "off: pods get no PodReadyToStartContainers condition"},
@@ -95,9 +102,9 @@ var Table = []Gate{
 	{ResourceHealthStatusMessage, Wired, "pkg/kubelet, pkg/plugins/dra", "on: the DRA drivers' health messages in allocatedResourcesStatus; off: none"},
 	{RotateKubeletServerCertificate, Wired, "pkg/config/kubeletconfig", "off: serverTLSBootstrap is refused, so the serving certificate comes from tlsCertFile or is self-signed"},
 	// Lacking.
+	{"AtomicWriteVolumeUserFields", Lacking, "", "defaultUser and user (the files' owner) of configMap, secret, downwardAPI and projected volumes (alpha; with the gate off upstream ignores them too)"},
 	{"CPUManagerPolicyBetaOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
 	{"CPUManagerPolicyOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
-	{"ClusterTrustBundleProjection", Lacking, "", "clusterTrustBundle projected volume sources"},
 	{"ContainerCheckpoint", Lacking, "", "the /checkpoint endpoint of the kubelet API"},
 	{"ContainerStopSignals", Lacking, "", "lifecycle.stopSignal (pods using it wait with a reason)"},
 	{"DRAExtendedResource", Lacking, "", "extended resources backed by DRA"},
@@ -123,7 +130,6 @@ var Table = []Gate{
 	{"NodeLogQuery", Lacking, "", "the query parameters of /logs/ (enableSystemLogQuery)"},
 	{"NodeSwap", Lacking, "", "swap for pods (memorySwap)"},
 	{"PodAndContainerStatsFromCRI", Lacking, "", "taking every pod and container stat from CRI alone"},
-	{"PodCertificateRequest", Lacking, "", "podCertificate projected volume sources"},
 	{"PodLogsQuerySplitStreams", Lacking, "", "stream selection of kubectl logs"},
 	{"QOSReserved", Lacking, "", "qosReserved"},
 	{"ReduceDefaultCrashLoopBackOffDecay", Lacking, "", "the shorter crash loop back-off"},

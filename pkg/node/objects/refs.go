@@ -12,6 +12,9 @@ type Kind string
 const (
 	ConfigMap Kind = "ConfigMap"
 	Secret    Kind = "Secret"
+	// ClusterTrustBundle is cluster-scoped: its Ref has no namespace. It
+	// is read through TrustBundles, never listed by References.
+	ClusterTrustBundle Kind = "ClusterTrustBundle"
 )
 
 // Ref names one referenced object.
@@ -21,7 +24,12 @@ type Ref struct {
 	Name      string
 }
 
-func (r Ref) String() string { return string(r.Kind) + " " + r.Namespace + "/" + r.Name }
+func (r Ref) String() string {
+	if r.Namespace == "" {
+		return string(r.Kind) + " " + r.Name
+	}
+	return string(r.Kind) + " " + r.Namespace + "/" + r.Name
+}
 
 // References lists the ConfigMaps and Secrets a pod references: volumes
 // (configMap, secret, projected sources), env and envFrom of every
