@@ -112,6 +112,7 @@ func (p *PLEG) Start(ctx context.Context) error {
 // Relist does one relist and emits the events it finds.
 func (p *PLEG) Relist(ctx context.Context) {
 	defer p.instrumentRelist()()
+	start := p.clock.Now()
 	pods, err := p.runtime.Relist(ctx)
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "PLEG relist failed")
@@ -120,23 +121,10 @@ func (p *PLEG) Relist(ctx context.Context) {
 		p.mu.Unlock()
 		return
 	}
-	now := p.clock.Now()
-	current := make(map[types.UID]*container.PodStatus, len(pods))
-	for _, s := range pods {
-		current[s.UID] = s
-	}
 	p.mu.Lock()
-	var events []Event
-	for uid, s := range current {
-		events = append(events, Diff(p.last[uid], s)...)
-	}
-	for uid, old := range p.last {
-		if _, ok := current[uid]; !ok {
-			events = append(events, Diff(old, nil)...)
-		}
-	}
-	p.last = current
-	p.lastRelist = now
+	next, events := reconcile(p.last, pods, start)
+	p.last = next
+	p.lastRelist = p.clock.Now()
 	p.lastErr = nil
 	p.mu.Unlock()
 	for _, e := range events {
@@ -149,27 +137,72 @@ func (p *PLEG) Relist(ctx context.Context) {
 	}
 }
 
+// reconcile merges a relist that began at start into what was seen last,
+// and returns the new record and the changes to report.
+//
+// A pod the kubelet read itself (Observe) after the relist began keeps that
+// read, unreported: the relist's listing may predate the kubelet's own
+// changes (a pod being started while the relist runs), and reporting those
+// back as news would sync the pod again for nothing, or, for a pod just
+// removed, bring it back for housekeeping to kill. The next relist, which
+// begins after that read, diffs against it, so nothing is lost. Every other
+// pod is diffed against the relist. (Reads are timed by the runtime's
+// clock, start by the PLEG's: the kubelet gives both the same clock.)
+func reconcile(last map[types.UID]*container.PodStatus, relisted []*container.PodStatus, start time.Time) (map[types.UID]*container.PodStatus, []Event) {
+	next := make(map[types.UID]*container.PodStatus, len(relisted))
+	var events []Event
+	for _, s := range relisted {
+		if o := last[s.UID]; readAfter(o, start) {
+			next[s.UID] = o
+			continue
+		}
+		events = append(events, Diff(last[s.UID], s)...)
+		next[s.UID] = s
+	}
+	for uid, o := range last {
+		if _, ok := next[uid]; ok {
+			continue
+		}
+		if readAfter(o, start) {
+			next[uid] = o
+			continue
+		}
+		events = append(events, Diff(o, nil)...)
+	}
+	return next, events
+}
+
+// readAfter reports whether s was read after t.
+func readAfter(s *container.PodStatus, t time.Time) bool {
+	return s != nil && s.Timestamp.After(t)
+}
+
 // Observe records a pod status the kubelet has just read, so the changes
-// it made itself are not reported again by the next relist.
+// it made itself are not reported again by the next relist. A read older
+// than what is recorded is ignored; a pod read with nothing left is kept
+// as such (not listed by Pods) until a relist begun after it drops it.
 func (p *PLEG) Observe(s *container.PodStatus) {
 	if s == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(s.Sandboxes) == 0 && len(s.Containers) == 0 {
-		delete(p.last, s.UID)
+	if o := p.last[s.UID]; o != nil && o.Timestamp.After(s.Timestamp) {
 		return
 	}
 	p.last[s.UID] = s
 }
 
-// Pods returns the pods seen by the last relist (and Observe since).
+// Pods returns the pods seen by the last relist (and Observe since) that
+// have a sandbox or a container.
 func (p *PLEG) Pods() []*container.PodStatus {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := make([]*container.PodStatus, 0, len(p.last))
 	for _, s := range p.last {
+		if len(s.Sandboxes) == 0 && len(s.Containers) == 0 {
+			continue
+		}
 		out = append(out, s)
 	}
 	return out

@@ -3,6 +3,7 @@ package pleg
 import (
 	"context"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,107 @@ func TestFullChannelDropsWithoutBlocking(t *testing.T) {
 	}
 	if len(p.events) != 1 {
 		t.Fatalf("channel holds %d events, want 1", len(p.events))
+	}
+}
+
+func TestReconcile(t *testing.T) {
+	R, C := container.StateRunning, container.StateCreated
+	start := time.Unix(100, 0)
+	before, after := start.Add(-time.Second), start.Add(time.Second)
+	at := func(ts time.Time, uid types.UID, containers map[string]container.State) *container.PodStatus {
+		s := status(containers, nil)
+		s.UID, s.Timestamp = uid, ts
+		return s
+	}
+	tests := []struct {
+		name     string
+		last     []*container.PodStatus
+		relisted []*container.PodStatus
+		// want: the state of c in the record of each pod, "" for none.
+		want   map[types.UID]container.State
+		events []string
+	}{
+		{
+			name:     "the kubelet read the pod after the relist began: its read stands, nothing reported",
+			last:     []*container.PodStatus{at(after, "a", map[string]container.State{"c": R})},
+			relisted: []*container.PodStatus{at(start, "a", map[string]container.State{"c": C})},
+			want:     map[types.UID]container.State{"a": R},
+		},
+		{
+			name:     "read before the relist began: the relist is newer and diffed",
+			last:     []*container.PodStatus{at(before, "a", map[string]container.State{"c": C})},
+			relisted: []*container.PodStatus{at(start, "a", map[string]container.State{"c": R})},
+			want:     map[types.UID]container.State{"a": R},
+			events:   []string{"ContainerStarted:c"},
+		},
+		{
+			name:     "created after the listing: kept, not reported removed",
+			last:     []*container.PodStatus{at(after, "a", map[string]container.State{"c": R})},
+			relisted: nil,
+			want:     map[types.UID]container.State{"a": R},
+		},
+		{
+			name:     "removed by the kubelet after the listing: stays removed, not brought back",
+			last:     []*container.PodStatus{at(after, "a", nil)},
+			relisted: []*container.PodStatus{at(start, "a", map[string]container.State{"c": R})},
+			want:     map[types.UID]container.State{"a": ""},
+		},
+		{
+			name:     "a removal record older than the relist goes",
+			last:     []*container.PodStatus{at(before, "a", nil)},
+			relisted: nil,
+			want:     map[types.UID]container.State{},
+		},
+		{
+			name:     "gone since an older read: reported",
+			last:     []*container.PodStatus{at(before, "a", map[string]container.State{"c": R})},
+			relisted: nil,
+			want:     map[types.UID]container.State{},
+			events:   []string{"ContainerDied:c", "ContainerRemoved:c"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			last := map[types.UID]*container.PodStatus{}
+			for _, s := range tt.last {
+				last[s.UID] = s
+			}
+			next, events := reconcile(last, tt.relisted, start)
+			if got := kinds(events); strings.Join(got, ",") != strings.Join(tt.events, ",") {
+				t.Errorf("events %v, want %v", got, tt.events)
+			}
+			if len(next) != len(tt.want) {
+				t.Fatalf("record has %d pods, want %d", len(next), len(tt.want))
+			}
+			for uid, st := range tt.want {
+				s := next[uid]
+				if s == nil {
+					t.Fatalf("pod %s not recorded", uid)
+				}
+				got := container.State("")
+				if len(s.Containers) > 0 {
+					got = s.Containers[0].State
+				}
+				if got != st {
+					t.Errorf("pod %s: container %q, want %q", uid, got, st)
+				}
+			}
+		})
+	}
+}
+
+func TestObserveKeepsTheNewerRead(t *testing.T) {
+	p := New(&fakeRuntime{}, time.Second, 10, clocktesting.NewFakeClock(time.Unix(0, 0)))
+	newer := &container.PodStatus{UID: "a", Timestamp: time.Unix(10, 0), Containers: []container.Status{{ID: "c", State: container.StateExited}}}
+	older := &container.PodStatus{UID: "a", Timestamp: time.Unix(5, 0), Containers: []container.Status{{ID: "c", State: container.StateRunning}}}
+	p.Observe(newer)
+	p.Observe(older)
+	if got := p.Pods(); len(got) != 1 || got[0].Containers[0].State != container.StateExited {
+		t.Errorf("an older read replaced a newer one: %+v", got)
+	}
+	// A pod read with nothing left is not listed.
+	p.Observe(&container.PodStatus{UID: "a", Timestamp: time.Unix(11, 0)})
+	if got := p.Pods(); len(got) != 0 {
+		t.Errorf("a removed pod is listed: %+v", got)
 	}
 }
