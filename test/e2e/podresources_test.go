@@ -24,6 +24,10 @@ func TestPodResourcesAPI(t *testing.T) {
 	always := v1.ContainerRestartPolicyAlways
 	side := p.Spec.Containers[0]
 	side.Name, side.RestartPolicy = "side", &always
+	// Not the main container's HTTP port: both share the pod's network
+	// namespace, and main crash-looped on "address in use" (the test
+	// passed only when a poll caught main in its few running milliseconds).
+	side.Command = []string{"/testserver", "--http-port=0"}
 	p.Spec.InitContainers = []v1.Container{side}
 	createPod(t, ns, p)
 	waitPod(t, ns, "pr", "Running", running)
