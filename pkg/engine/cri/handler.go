@@ -122,7 +122,9 @@ func (e *Engine) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.P
 	if err := e.volumes.RemovePodDir(ctx, uid); err != nil {
 		return err
 	}
-	e.pleg.Observe(&container.PodStatus{UID: uid})
+	// Nothing left of the pod, as of now: a relist that listed it before
+	// the removal must not bring it back.
+	e.pleg.Observe(&container.PodStatus{UID: uid, Timestamp: e.clock.Now()})
 	e.reasons.remove(uid)
 	e.onPodRemoved(uid, pod)
 	return nil

@@ -185,6 +185,12 @@ func (p *PLEG) Observe(s *container.PodStatus) {
 	if s == nil {
 		return
 	}
+	if s.Timestamp.IsZero() {
+		// Unstamped: as of now (else any record would count as newer).
+		c := *s
+		c.Timestamp = p.clock.Now()
+		s = &c
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if o := p.last[s.UID]; o != nil && o.Timestamp.After(s.Timestamp) {

@@ -224,3 +224,53 @@ func TestObserveKeepsTheNewerRead(t *testing.T) {
 		t.Errorf("a removed pod is listed: %+v", got)
 	}
 }
+
+// A read without a time (the kubelet's own removal of a pod) counts as of
+// now: it replaces what a relist recorded before it, and a relist running
+// while the pod is removed does not bring it back.
+func TestObserveUnstampedRemoval(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(100, 0))
+	listed := []*container.PodStatus{{UID: "a", Timestamp: time.Unix(99, 0), Containers: []container.Status{{ID: "c", State: container.StateExited}}}}
+	rt := &hookRuntime{pods: listed}
+	p := New(rt, time.Second, 10, clk)
+	p.Relist(context.Background())
+	clk.Step(time.Second)
+	p.Observe(&container.PodStatus{UID: "a"})
+	if got := p.Pods(); len(got) != 0 {
+		t.Fatalf("a removed pod is still listed: %+v", got)
+	}
+	// The pod is back (someone else's) and listed; the kubelet removes it
+	// while that relist is still running.
+	p.Observe(&container.PodStatus{UID: "a", Timestamp: time.Unix(90, 0)}) // older: ignored
+	clk.Step(time.Second)
+	rt.during = func() {
+		clk.Step(time.Millisecond)
+		p.Observe(&container.PodStatus{UID: "a"})
+	}
+	p.Relist(context.Background())
+	if got := p.Pods(); len(got) != 0 {
+		t.Errorf("a relist that listed the pod before its removal brought it back: %+v", got)
+	}
+	// The next relist, begun after the removal, sees whatever is there.
+	rt.during = nil
+	clk.Step(time.Second)
+	p.Relist(context.Background())
+	if got := p.Pods(); len(got) != 1 {
+		t.Errorf("a relist begun after the removal does not see the pod listed: %+v", got)
+	}
+}
+
+// hookRuntime lists pods and runs during (if set) after listing, as a
+// relist racing the kubelet's own work.
+type hookRuntime struct {
+	pods   []*container.PodStatus
+	during func()
+}
+
+func (h *hookRuntime) Relist(context.Context) ([]*container.PodStatus, error) {
+	out := h.pods
+	if h.during != nil {
+		h.during()
+	}
+	return out, nil
+}
