@@ -97,9 +97,7 @@ func trustBundleFiles(ctx context.Context, s *setup, i int, t *v1.ClusterTrustBu
 	if err != nil {
 		return nil, fmt.Errorf("source %d (clusterTrustBundle): %w", i, err)
 	}
-	if s.fsUser != nil || s.fsGroup != nil {
-		mode = 0o600
-	}
+	mode = credentialMode(s, mode)
 	return map[string]atomicwriter.File{t.Path: {Data: data, Mode: mode, Owner: s.fsUser}}, nil
 }
 
@@ -117,9 +115,7 @@ func podCertificateFiles(ctx context.Context, s *setup, i int, pc *v1.PodCertifi
 	if err != nil {
 		return nil, fmt.Errorf("source %d (podCertificate of signer %q): %w", i, pc.SignerName, err)
 	}
-	if s.fsUser != nil || s.fsGroup != nil {
-		mode = 0o600
-	}
+	mode = credentialMode(s, mode)
 	out := map[string]atomicwriter.File{}
 	add := func(path string, data []byte) {
 		if path != "" {
@@ -163,8 +159,17 @@ func (p *projected) token(ctx context.Context, s *setup, t *v1.ServiceAccountTok
 	if err != nil {
 		return nil, err
 	}
-	if s.fsUser != nil || s.fsGroup != nil {
-		mode = 0o600
-	}
+	mode = credentialMode(s, mode)
 	return map[string]atomicwriter.File{t.Path: {Data: []byte(tr.Status.Token), Mode: mode, Owner: s.fsUser}}, nil
+}
+
+// credentialMode is the mode of a credential file (a token, trust anchors,
+// a pod certificate): the owner's only when the pod has an fsGroup or all
+// its containers run as one user (the file is then owned by that user and
+// the fsGroup ownership gives its group read access), as upstream.
+func credentialMode(s *setup, mode int32) int32 {
+	if s.fsUser != nil || s.fsGroup != nil {
+		return 0o600
+	}
+	return mode
 }
