@@ -2,15 +2,8 @@ package volume
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -25,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/internal/testing/eventually"
+	"github.com/gokubelet/kubelet/internal/testing/testca"
 	"github.com/gokubelet/kubelet/pkg/node/objects"
 )
 
@@ -115,7 +109,7 @@ func TestProjectedClusterTrustBundles(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = e.m.Start(ctx) }()
-	caA, caB := testCAPEM(t, "a"), testCAPEM(t, "b")
+	caA, caB := testca.PEM(t, "a"), testca.PEM(t, "b")
 	client := fake.NewClientset(
 		&certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: caA}},
 		&certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "example.com:s:1", Labels: map[string]string{"alive": "true"}},
@@ -169,7 +163,7 @@ func TestProjectedClusterTrustBundles(t *testing.T) {
 
 	// A changed bundle rewrites the volumes of the ready pod. (The fake
 	// client keeps resource versions as given; an API server bumps them.)
-	caC := testCAPEM(t, "c")
+	caC := testca.PEM(t, "c")
 	if _, err := client.CertificatesV1().ClusterTrustBundles().Update(ctx, &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "plain", ResourceVersion: "2"}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: caC}}, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -180,20 +174,6 @@ func TestProjectedClusterTrustBundles(t *testing.T) {
 	if err := e.m.SetUpPod(ctx, pod("u3", v)); err == nil || !strings.Contains(err.Error(), "ClusterTrustBundleProjection") {
 		t.Errorf("err %v, want the gate named", err)
 	}
-}
-
-func testCAPEM(t *testing.T, cn string) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
 }
 
 // fakePodCerts serves a credential per pod once issued[uid] is set.

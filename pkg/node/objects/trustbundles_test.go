@@ -3,13 +3,8 @@ package objects
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
-	"math/big"
 	"slices"
 	"strings"
 	"testing"
@@ -19,22 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
-)
 
-// testCA returns a self-signed CA certificate as PEM.
-func testCA(t *testing.T, cn string) string {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-}
+	"github.com/gokubelet/kubelet/internal/testing/testca"
+)
 
 // certsOf parses a PEM file into its certificates' common names.
 func certsOf(t *testing.T, data []byte) []string {
@@ -56,7 +38,7 @@ func certsOf(t *testing.T, data []byte) []string {
 }
 
 func TestMergeTrustAnchors(t *testing.T) {
-	a, b, c := testCA(t, "a"), testCA(t, "b"), testCA(t, "c")
+	a, b, c := testca.PEM(t, "a"), testca.PEM(t, "b"), testca.PEM(t, "c")
 	salt := []byte("salt")
 	one := MergeTrustAnchors([]string{a + b, "comment between bundles\n" + c, b}, salt)
 	if got := certsOf(t, one); len(got) != 3 {
@@ -87,7 +69,7 @@ func ctb(name, signer, pemData string, labels map[string]string) *certificatesv1
 
 func TestTrustBundles(t *testing.T) {
 	ctx := context.Background()
-	a, b, c, d := testCA(t, "a"), testCA(t, "b"), testCA(t, "c"), testCA(t, "d")
+	a, b, c, d := testca.PEM(t, "a"), testca.PEM(t, "b"), testca.PEM(t, "c"), testca.PEM(t, "d")
 	client := fake.NewClientset(
 		ctb("plain", "", a, nil),
 		ctb("example.com:s:1", "example.com/s", b, map[string]string{"alive": "true"}),
@@ -149,7 +131,7 @@ func TestTrustBundles(t *testing.T) {
 	}
 
 	// A change is told by name; the next read sees it.
-	e := testCA(t, "e")
+	e := testca.PEM(t, "e")
 	if _, err := client.CertificatesV1().ClusterTrustBundles().Create(ctx, ctb("example.com:s:3", "example.com/s", e, map[string]string{"alive": "true"}), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -367,6 +367,18 @@ func (m *Manager) settleLocked(k entryKey, e *entry, pcr *certificatesv1.PodCert
 	return e.settle(o, m.jitter(maxJitter))
 }
 
+// inflightLocked returns the source whose request in flight pcr is: one
+// this manager created (by the UID the API server gave it) and still waits
+// for. Any other request, whoever made it, is none of its business.
+func (m *Manager) inflightLocked(pcr *certificatesv1.PodCertificateRequest) (entryKey, *entry, bool) {
+	k, ok := m.byUID[pcr.UID]
+	e := m.entries[k]
+	if !ok || e == nil || e.inflight == nil || e.inflight.uid != pcr.UID {
+		return entryKey{}, nil, false
+	}
+	return k, e, true
+}
+
 // observe handles a watched request: only one this manager created and
 // still waits for is acted on.
 func (m *Manager) observe(logger klog.Logger, obj any) {
@@ -375,9 +387,8 @@ func (m *Manager) observe(logger klog.Logger, obj any) {
 		return
 	}
 	m.mu.Lock()
-	k, ok := m.byUID[pcr.UID]
-	e := m.entries[k]
-	if !ok || e == nil || e.inflight == nil || e.inflight.uid != pcr.UID {
+	k, e, ok := m.inflightLocked(pcr)
+	if !ok {
 		m.mu.Unlock()
 		return
 	}
@@ -404,9 +415,8 @@ func (m *Manager) deleted(logger klog.Logger, obj any) {
 		return
 	}
 	m.mu.Lock()
-	k, ok := m.byUID[pcr.UID]
-	e := m.entries[k]
-	if !ok || e == nil || e.inflight == nil || e.inflight.uid != pcr.UID {
+	k, e, ok := m.inflightLocked(pcr)
+	if !ok {
 		m.mu.Unlock()
 		return
 	}
