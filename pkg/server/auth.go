@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"time"
 
@@ -110,7 +111,7 @@ func BuildAuth(o AuthOptions) (*Auth, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building the authenticator: %w", err)
 		}
-		a.Authenticator = authn
+		a.Authenticator = retryAuthnOnClosedConn(authn)
 	}
 
 	switch o.AuthzMode {
@@ -133,7 +134,7 @@ func BuildAuth(o AuthOptions) (*Auth, error) {
 		if err != nil {
 			return nil, fmt.Errorf("building the webhook authorizer: %w", err)
 		}
-		a.Authorizer = z
+		a.Authorizer = retryAuthzOnClosedConn(z)
 	default:
 		return nil, fmt.Errorf("unknown authorization mode %q", o.AuthzMode)
 	}
@@ -141,6 +142,33 @@ func BuildAuth(o AuthOptions) (*Auth, error) {
 		a.run = func(ctx context.Context) { ca.Run(ctx, 1) }
 	}
 	return a, nil
+}
+
+// A review (TokenReview, SubjectAccessReview) in flight fails with "use of
+// closed network connection" when the kubelet rotates its client
+// certificate: it closes its API connections so that new ones present the
+// new certificate (pkg/node/certs). The webhooks' own retries do not take
+// that error as transient, so the request would fail with 500 (make test
+// saw it). These wrappers ask once more, on a new connection.
+
+func retryAuthzOnClosedConn(z authorizer.Authorizer) authorizer.Authorizer {
+	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+		d, reason, err := z.Authorize(ctx, a)
+		if err != nil && errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+			return z.Authorize(ctx, a)
+		}
+		return d, reason, err
+	})
+}
+
+func retryAuthnOnClosedConn(authn authenticator.Request) authenticator.Request {
+	return authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
+		resp, ok, err := authn.AuthenticateRequest(r)
+		if err != nil && errors.Is(err, net.ErrClosed) && r.Context().Err() == nil {
+			return authn.AuthenticateRequest(r)
+		}
+		return resp, ok, err
+	})
 }
 
 // RequestAttributes returns the authorization attributes of a request to
