@@ -211,6 +211,8 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		Tokens:          core.Tokens(),
 		TrustBundles:    trustBundles,
 		PodCertificates: podCertsSource,
+		UserFields:      s.Features.Enabled(features.AtomicWriteVolumeUserFields),
+		EmptyDirMode:    s.Features.Enabled(features.EmptyDirVolumeMode),
 		Claims:          claims,
 		ClaimStatus:     claimStatus,
 		NodeAllocatable: func() v1.ResourceList { return core.Node().Status.Allocatable },

@@ -26,7 +26,7 @@ func (c *configMap) refreshed() bool   { return true }
 
 func (c *configMap) setUp(ctx context.Context, s *setup) (string, error) {
 	optional := c.src.Optional != nil && *c.src.Optional
-	payload, err := configMapFiles(ctx, s, c.src.Name, c.src.Items, defaultMode(c.src.DefaultMode), optional)
+	payload, err := configMapFiles(ctx, s, c.src.Name, c.src.Items, s.defaults(c.src.DefaultMode, c.src.DefaultUser), optional)
 	if err != nil {
 		return "", err
 	}
@@ -38,7 +38,7 @@ func (c *configMap) setUp(ctx context.Context, s *setup) (string, error) {
 
 // configMapFiles reads a ConfigMap and turns it into files; an optional
 // ConfigMap that does not exist gives none.
-func configMapFiles(ctx context.Context, s *setup, name string, items []v1.KeyToPath, mode int32, optional bool) (map[string]atomicwriter.File, error) {
+func configMapFiles(ctx context.Context, s *setup, name string, items []v1.KeyToPath, d fileDefaults, optional bool) (map[string]atomicwriter.File, error) {
 	if s.m.opts.Objects == nil {
 		return nil, errors.New("this kubelet has no access to ConfigMaps")
 	}
@@ -56,5 +56,5 @@ func configMapFiles(ctx context.Context, s *setup, name string, items []v1.KeyTo
 	for k, v := range cm.BinaryData {
 		data[k] = v
 	}
-	return keyFiles(items, data, mode, optional, "configmap references non-existent config key")
+	return s.keyFiles(items, data, d, optional, "configmap references non-existent config key")
 }

@@ -26,7 +26,7 @@ func (d *downwardAPI) readOnly() bool    { return true }
 func (d *downwardAPI) refreshed() bool   { return true }
 
 func (d *downwardAPI) setUp(ctx context.Context, s *setup) (string, error) {
-	payload, err := downwardFiles(s, d.src.Items, defaultMode(d.src.DefaultMode))
+	payload, err := downwardFiles(s, d.src.Items, s.defaults(d.src.DefaultMode, d.src.DefaultUser))
 	if err != nil {
 		return "", err
 	}
@@ -36,12 +36,13 @@ func (d *downwardAPI) setUp(ctx context.Context, s *setup) (string, error) {
 	return s.dir, s.writeFiles(ctx, payload)
 }
 
-// downwardFiles resolves every item; all failures are reported together.
-func downwardFiles(s *setup, items []v1.DownwardAPIVolumeFile, mode int32) (map[string]atomicwriter.File, error) {
+// downwardFiles resolves every item, with the volume's defaults unless an
+// item sets its own mode or user; all failures are reported together.
+func downwardFiles(s *setup, items []v1.DownwardAPIVolumeFile, d fileDefaults) (map[string]atomicwriter.File, error) {
 	out := map[string]atomicwriter.File{}
 	var errs []error
 	for _, it := range items {
-		f := atomicwriter.File{Mode: mode}
+		f := atomicwriter.File{Mode: d.mode, Owner: s.owner(it.User, d, nil)}
 		if it.Mode != nil {
 			f.Mode = *it.Mode
 		}

@@ -15,11 +15,12 @@ import (
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 )
 
-// emptyDir: a directory in the pod's directory (mode 0777), or a tmpfs
-// for medium Memory, sized by sizeLimit, the pod's memory limit and the
-// node's allocatable memory (the smallest). On disk, a sizeLimit is
-// enforced by evicting the pod once the volume grows past it. With an fsGroup it gets the
-// group's ownership once, when first set up; a ready marker in the pod's
+// emptyDir: a directory in the pod's directory (mode 0777, or its mode
+// with the EmptyDirVolumeMode gate on), or a tmpfs for medium Memory,
+// sized by sizeLimit, the pod's memory limit and the node's allocatable
+// memory (the smallest). On disk, a sizeLimit is enforced by evicting the
+// pod once the volume grows past it. With an fsGroup it gets the group's
+// ownership once, when first set up (after the mode, which it overrides); a ready marker in the pod's
 // plugins directory (upstream's) makes later set-ups, after a kubelet
 // restart too, leave it alone.
 type emptyDir struct {
@@ -68,6 +69,13 @@ func (e *emptyDir) setUp(ctx context.Context, s *setup) (string, error) {
 	if err := s.makeDir(memory, size); err != nil {
 		return "", err
 	}
+	if e.src.Mode != nil && s.m.opts.EmptyDirMode {
+		// The directory the containers see: a tmpfs's root for medium
+		// Memory (upstream chmods the directory under the mount).
+		if err := os.Chmod(s.dir, dirMode(*e.src.Mode)); err != nil {
+			return "", err
+		}
+	}
 	if s.fsGroup != nil {
 		if err := hostfs.ChangeOwnership(s.dir, *s.fsGroup, false); err != nil {
 			// As upstream: the volume is usable, only some entries kept
@@ -82,6 +90,16 @@ func (e *emptyDir) setUp(ctx context.Context, s *setup) (string, error) {
 		return "", err
 	}
 	return s.dir, nil
+}
+
+// dirMode is an emptyDir's mode (0 to 01777, the API validates it) as a
+// FileMode: the permission bits and the sticky bit.
+func dirMode(mode int32) os.FileMode {
+	m := os.FileMode(mode) & os.ModePerm
+	if mode&0o1000 != 0 {
+		m |= os.ModeSticky
+	}
+	return m
 }
 
 // memoryVolumeSize is the tmpfs size of a memory-backed emptyDir: the

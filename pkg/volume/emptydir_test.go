@@ -148,3 +148,44 @@ func TestDiskEmptyDirOverItsSizeLimitEvictsThePod(t *testing.T) {
 		t.Errorf("kubelet_evictions{eviction_signal=emptydirfs.limit} grew by %v, want 1", got)
 	}
 }
+
+func TestEmptyDirMode(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		on     bool
+		medium v1.StorageMedium
+		mode   int32
+		fsGrp  *int64
+		want   uint32 // st_mode & 07777
+	}{
+		{name: "gate on, disk", on: true, mode: 0o750, want: 0o750},
+		{name: "gate on, memory: the tmpfs root", on: true, medium: v1.StorageMediumMemory, mode: 0o700, want: 0o700},
+		{name: "gate on, sticky", on: true, mode: 0o1777, want: 0o1777},
+		{name: "gate on, fsGroup overrides", on: true, mode: 0o700, fsGrp: ptr.To[int64](123), want: 0o2770},
+		{name: "gate off: ignored, 0777", on: false, mode: 0o700, want: 0o777},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.m.opts.EmptyDirMode = tc.on
+			p := pod("u1", vol("scratch", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{Medium: tc.medium, Mode: ptr.To(tc.mode)}}))
+			if tc.fsGrp != nil {
+				p.Spec.SecurityContext = &v1.PodSecurityContext{FSGroup: tc.fsGrp}
+			}
+			e.setUp(p)
+			dir := e.volDir(p, dirEmptyDir, "scratch")
+			if got := statT(t, dir).Mode & 0o7777; got != tc.want {
+				t.Errorf("mode %o, want %o", got, tc.want)
+			}
+			if tc.medium == v1.StorageMediumMemory && !isTmpfs(t, dir) {
+				t.Error("not a tmpfs")
+			}
+			events := e.events()
+			if warned := hasEvent(events, EventFieldsIgnored, `volume "scratch" sets emptyDir.mode`, "EmptyDirVolumeMode feature gate is off"); warned == tc.on {
+				t.Errorf("events %v: a warning is wanted only with the gate off", events)
+			}
+			if err := e.m.TearDownPod(context.Background(), p.UID); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

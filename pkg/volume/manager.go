@@ -49,6 +49,16 @@ type Options struct {
 	// podCertificate projections (nil: the PodCertificateRequest gate is
 	// off, and such volumes fail with a reason naming it).
 	PodCertificates PodCertificates
+	// UserFields honours the owner fields of configMap, secret,
+	// downwardAPI and projected volumes (user and defaultUser; the
+	// AtomicWriteVolumeUserFields gate). Off, they are ignored as
+	// upstream ignores them, with a warning event and a log line
+	// (EventFieldsIgnored).
+	UserFields bool
+	// EmptyDirMode honours an emptyDir's mode, its directory's permission
+	// bits (the EmptyDirVolumeMode gate). Off, it is ignored as upstream
+	// ignores it, with a warning event and a log line.
+	EmptyDirMode bool
 	// Claims reads PersistentVolumeClaims and PersistentVolumes.
 	Claims ClaimGetter
 	// ClaimStatus writes claim status after a node expansion (nil: CSI
@@ -290,6 +300,7 @@ func (m *Manager) SetUpPod(ctx context.Context, pod *v1.Pod) error {
 			vs = &volumeState{name: v.Name}
 			vs.src, vs.srcErr = newSource(pod, v)
 			pv.vols[v.Name] = vs
+			m.warnIgnoredFields(ctx, pod, v)
 		}
 		if vs.srcErr != nil {
 			failed = append(failed, m.report(ctx, pod, vs, TypeOf(v), vs.srcErr))

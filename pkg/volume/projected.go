@@ -39,7 +39,7 @@ func (p *projected) setUp(ctx context.Context, s *setup) (string, error) {
 }
 
 func (p *projected) files(ctx context.Context, s *setup) (map[string]atomicwriter.File, error) {
-	mode := defaultMode(p.src.DefaultMode)
+	d := s.defaults(p.src.DefaultMode, p.src.DefaultUser)
 	out := map[string]atomicwriter.File{}
 	var errs []error
 	merge := func(files map[string]atomicwriter.File, err error) {
@@ -55,18 +55,18 @@ func (p *projected) files(ctx context.Context, s *setup) (map[string]atomicwrite
 		switch {
 		case src.ConfigMap != nil:
 			optional := src.ConfigMap.Optional != nil && *src.ConfigMap.Optional
-			merge(configMapFiles(ctx, s, src.ConfigMap.Name, src.ConfigMap.Items, mode, optional))
+			merge(configMapFiles(ctx, s, src.ConfigMap.Name, src.ConfigMap.Items, d, optional))
 		case src.Secret != nil:
 			optional := src.Secret.Optional != nil && *src.Secret.Optional
-			merge(secretFiles(ctx, s, src.Secret.Name, src.Secret.Items, mode, optional))
+			merge(secretFiles(ctx, s, src.Secret.Name, src.Secret.Items, d, optional))
 		case src.DownwardAPI != nil:
-			merge(downwardFiles(s, src.DownwardAPI.Items, mode))
+			merge(downwardFiles(s, src.DownwardAPI.Items, d))
 		case src.ServiceAccountToken != nil:
-			merge(p.token(ctx, s, src.ServiceAccountToken, mode))
+			merge(p.token(ctx, s, src.ServiceAccountToken, d))
 		case src.ClusterTrustBundle != nil:
-			merge(trustBundleFiles(ctx, s, i, src.ClusterTrustBundle, mode))
+			merge(trustBundleFiles(ctx, s, i, src.ClusterTrustBundle, d))
 		case src.PodCertificate != nil:
-			merge(podCertificateFiles(ctx, s, i, src.PodCertificate, mode))
+			merge(podCertificateFiles(ctx, s, i, src.PodCertificate, d))
 		default:
 			errs = append(errs, fmt.Errorf("source %d: no known projection", i))
 		}
@@ -78,7 +78,7 @@ func (p *projected) files(ctx context.Context, s *setup) (map[string]atomicwrite
 // projection selects: one by name, or all of a signer whose labels match.
 // The file's mode follows the token's rule (0600 with an fsGroup or a
 // common run-as user), as upstream.
-func trustBundleFiles(ctx context.Context, s *setup, i int, t *v1.ClusterTrustBundleProjection, mode int32) (map[string]atomicwriter.File, error) {
+func trustBundleFiles(ctx context.Context, s *setup, i int, t *v1.ClusterTrustBundleProjection, d fileDefaults) (map[string]atomicwriter.File, error) {
 	tb := s.m.opts.TrustBundles
 	if tb == nil {
 		return nil, fmt.Errorf("source %d: clusterTrustBundle projections are off on this node (feature gate ClusterTrustBundleProjection)", i)
@@ -97,8 +97,8 @@ func trustBundleFiles(ctx context.Context, s *setup, i int, t *v1.ClusterTrustBu
 	if err != nil {
 		return nil, fmt.Errorf("source %d (clusterTrustBundle): %w", i, err)
 	}
-	mode = credentialMode(s, mode)
-	return map[string]atomicwriter.File{t.Path: {Data: data, Mode: mode, Owner: s.fsUser}}, nil
+	owner, mode := s.credential(t.User, d)
+	return map[string]atomicwriter.File{t.Path: {Data: data, Mode: mode, Owner: owner}}, nil
 }
 
 // podCertificateFiles writes a podCertificate projection's private key and
@@ -106,7 +106,7 @@ func trustBundleFiles(ctx context.Context, s *setup, i int, t *v1.ClusterTrustBu
 // first) at credentialBundlePath, each where set. Until the signer issued
 // the certificate the volume fails and the pod waits; the credential's
 // issue or renewal rewrites it. Modes as for a token.
-func podCertificateFiles(ctx context.Context, s *setup, i int, pc *v1.PodCertificateProjection, mode int32) (map[string]atomicwriter.File, error) {
+func podCertificateFiles(ctx context.Context, s *setup, i int, pc *v1.PodCertificateProjection, d fileDefaults) (map[string]atomicwriter.File, error) {
 	certs := s.m.opts.PodCertificates
 	if certs == nil {
 		return nil, fmt.Errorf("source %d: podCertificate projections are off on this node (feature gate PodCertificateRequest)", i)
@@ -115,11 +115,11 @@ func podCertificateFiles(ctx context.Context, s *setup, i int, pc *v1.PodCertifi
 	if err != nil {
 		return nil, fmt.Errorf("source %d (podCertificate of signer %q): %w", i, pc.SignerName, err)
 	}
-	mode = credentialMode(s, mode)
+	owner, mode := s.credential(pc.User, d)
 	out := map[string]atomicwriter.File{}
 	add := func(path string, data []byte) {
 		if path != "" {
-			out[path] = atomicwriter.File{Data: data, Mode: mode, Owner: s.fsUser}
+			out[path] = atomicwriter.File{Data: data, Mode: mode, Owner: owner}
 		}
 	}
 	add(pc.CredentialBundlePath, append(append([]byte{}, key...), chain...))
@@ -132,7 +132,7 @@ func podCertificateFiles(ctx context.Context, s *setup, i int, pc *v1.PodCertifi
 // With an fsGroup or a common run-as user the file is 0600 and owned by
 // that user, its group access coming from the fsGroup ownership (0640), as
 // upstream.
-func (p *projected) token(ctx context.Context, s *setup, t *v1.ServiceAccountTokenProjection, mode int32) (map[string]atomicwriter.File, error) {
+func (p *projected) token(ctx context.Context, s *setup, t *v1.ServiceAccountTokenProjection, d fileDefaults) (map[string]atomicwriter.File, error) {
 	if s.m.opts.Tokens == nil {
 		return nil, errors.New("this kubelet cannot request service account tokens")
 	}
@@ -159,17 +159,20 @@ func (p *projected) token(ctx context.Context, s *setup, t *v1.ServiceAccountTok
 	if err != nil {
 		return nil, err
 	}
-	mode = credentialMode(s, mode)
-	return map[string]atomicwriter.File{t.Path: {Data: []byte(tr.Status.Token), Mode: mode, Owner: s.fsUser}}, nil
+	owner, mode := s.credential(t.User, d)
+	return map[string]atomicwriter.File{t.Path: {Data: []byte(tr.Status.Token), Mode: mode, Owner: owner}}, nil
 }
 
-// credentialMode is the mode of a credential file (a token, trust anchors,
-// a pod certificate): the owner's only when the pod has an fsGroup or all
-// its containers run as one user (the file is then owned by that user and
-// the fsGroup ownership gives its group read access), as upstream.
-func credentialMode(s *setup, mode int32) int32 {
-	if s.fsUser != nil || s.fsGroup != nil {
-		return 0o600
+// credential is the owner and mode of a credential file (a token, trust
+// anchors, a pod certificate). Its owner is the item's user, else the
+// volume's defaultUser (both with the AtomicWriteVolumeUserFields gate
+// on), else the one user all the pod's containers run as. Its mode is the
+// owner's only when it has an owner or the pod an fsGroup (whose
+// ownership gives the group read access), as upstream.
+func (s *setup) credential(user *int64, d fileDefaults) (*int64, int32) {
+	owner := s.owner(user, d, s.fsUser)
+	if owner != nil || s.fsGroup != nil {
+		return owner, 0o600
 	}
-	return mode
+	return owner, d.mode
 }

@@ -26,7 +26,7 @@ func (c *secret) refreshed() bool   { return true }
 
 func (c *secret) setUp(ctx context.Context, s *setup) (string, error) {
 	optional := c.src.Optional != nil && *c.src.Optional
-	payload, err := secretFiles(ctx, s, c.src.SecretName, c.src.Items, defaultMode(c.src.DefaultMode), optional)
+	payload, err := secretFiles(ctx, s, c.src.SecretName, c.src.Items, s.defaults(c.src.DefaultMode, c.src.DefaultUser), optional)
 	if err != nil {
 		return "", err
 	}
@@ -38,7 +38,7 @@ func (c *secret) setUp(ctx context.Context, s *setup) (string, error) {
 
 // secretFiles reads a Secret and turns it into files; an optional Secret
 // that does not exist gives none.
-func secretFiles(ctx context.Context, s *setup, name string, items []v1.KeyToPath, mode int32, optional bool) (map[string]atomicwriter.File, error) {
+func secretFiles(ctx context.Context, s *setup, name string, items []v1.KeyToPath, d fileDefaults, optional bool) (map[string]atomicwriter.File, error) {
 	if s.m.opts.Objects == nil {
 		return nil, errors.New("this kubelet has no access to Secrets")
 	}
@@ -49,5 +49,5 @@ func secretFiles(ctx context.Context, s *setup, name string, items []v1.KeyToPat
 		}
 		return nil, err
 	}
-	return keyFiles(items, sec.Data, mode, optional, "secret references non-existent secret key")
+	return s.keyFiles(items, sec.Data, d, optional, "secret references non-existent secret key")
 }

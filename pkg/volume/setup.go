@@ -124,12 +124,13 @@ func (s *setup) writeFiles(ctx context.Context, payload map[string]atomicwriter.
 }
 
 // keyFiles turns a ConfigMap's or Secret's data into files: every key, or
-// only the listed items (a missing key is an error unless optional).
-func keyFiles(items []v1.KeyToPath, data map[string][]byte, mode int32, optional bool, what string) (map[string]atomicwriter.File, error) {
+// only the listed items (a missing key is an error unless optional), with
+// the volume's defaults unless an item sets its own mode or user.
+func (s *setup) keyFiles(items []v1.KeyToPath, data map[string][]byte, d fileDefaults, optional bool, what string) (map[string]atomicwriter.File, error) {
 	out := map[string]atomicwriter.File{}
 	if len(items) == 0 {
 		for k, v := range data {
-			out[k] = atomicwriter.File{Data: v, Mode: mode}
+			out[k] = atomicwriter.File{Data: v, Mode: d.mode, Owner: d.owner}
 		}
 		return out, nil
 	}
@@ -141,7 +142,7 @@ func keyFiles(items []v1.KeyToPath, data map[string][]byte, mode int32, optional
 			}
 			return nil, fmt.Errorf("%s: %s", what, it.Key)
 		}
-		f := atomicwriter.File{Data: v, Mode: mode}
+		f := atomicwriter.File{Data: v, Mode: d.mode, Owner: s.owner(it.User, d, nil)}
 		if it.Mode != nil {
 			f.Mode = *it.Mode
 		}

@@ -52,7 +52,25 @@ const (
 	ClusterTrustBundleProjection Feature = "ClusterTrustBundleProjection"
 	// PodCertificateRequest: podCertificate projected volume sources.
 	PodCertificateRequest Feature = "PodCertificateRequest"
+	// AtomicWriteVolumeUserFields: user and defaultUser, the owner of the
+	// files of configMap, secret, downwardAPI and projected volumes
+	// (alpha, off by default).
+	AtomicWriteVolumeUserFields Feature = "AtomicWriteVolumeUserFields"
+	// EmptyDirVolumeMode: an emptyDir's mode (alpha, off by default).
+	EmptyDirVolumeMode Feature = "EmptyDirVolumeMode"
 )
+
+// offByDefault are the wired gates upstream has off by default (alpha
+// features); every other wired gate is on by default, or read only by
+// pkg/config/kubeletconfig, which reads the effective feature gate
+// (pkg/config/kubeletconfig's table test holds both to upstream's list).
+var offByDefault = map[Feature]bool{
+	AtomicWriteVolumeUserFields: true,
+	EmptyDirVolumeMode:          true,
+}
+
+// OffByDefault reports whether the wired gate f is off by default.
+func OffByDefault(f Feature) bool { return offByDefault[f] }
 
 // Status is what a gate means for this kubelet.
 type Status string
@@ -85,10 +103,12 @@ type Gate struct {
 // sorted by status, then name (TestTableSorted).
 var Table = []Gate{
 	// Wired.
+	{AtomicWriteVolumeUserFields, Wired, "pkg/kubelet, pkg/volume", "on: user (an item's) and defaultUser (a volume's) own the files of configMap, secret, downwardAPI and projected volumes, and a credential file (token, trust anchors, pod certificate) with an owner is 0600; off (the default): they are ignored, as upstream ignores them, and the pod gets a VolumeFieldsIgnored warning naming them"},
 	{CPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off: a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s (name of the gate from 1.36)"},
 	{ClusterTrustBundleProjection, Wired, "pkg/kubelet, pkg/volume", "off: a projected volume with a clusterTrustBundle source is not set up, and its pod waits with a reason naming the gate; on: the anchors of the named bundle, or of a signer's bundles matching the label selector, merged without duplicates"},
 	{ContainerRestartRules, Wired, "pkg/pod/podspec, pkg/engine/cri", "on: a container's own restartPolicy and restartPolicyRules (action Restart) decide its restarts before the pod's policy; off: a pod that sets them (other than a sidecar's restartPolicy Always) is rejected with reason ContainerRestartRulesNotSupported"},
 	{CustomCPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off (the default until 1.35): a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s"},
+	{EmptyDirVolumeMode, Wired, "pkg/kubelet, pkg/volume", "on: an emptyDir's mode is its directory's permission bits (a tmpfs's root for medium Memory), before an fsGroup's ownership; off (the default): it is ignored, as upstream ignores it, and the pod gets a VolumeFieldsIgnored warning"},
 	{GracefulNodeShutdown, Wired, "pkg/config/kubeletconfig", "off: shutdownGracePeriod and shutdownGracePeriodCriticalPods are refused, so graceful node shutdown cannot be turned on"},
 	{ImageMaximumGCAge, Wired, "pkg/config/kubeletconfig", "off: a non-zero imageMaximumGCAge is refused, so unused images are not removed by age"},
 	{InPlacePodVerticalScaling, Wired, "pkg/kubelet, pkg/engine/cri", "off: no allocation is kept and a changed container resource is not resized in place; no PodResizePending/PodResizeInProgress conditions"},
@@ -102,7 +122,6 @@ var Table = []Gate{
 	{ResourceHealthStatusMessage, Wired, "pkg/kubelet, pkg/plugins/dra", "on: the DRA drivers' health messages in allocatedResourcesStatus; off: none"},
 	{RotateKubeletServerCertificate, Wired, "pkg/config/kubeletconfig", "off: serverTLSBootstrap is refused, so the serving certificate comes from tlsCertFile or is self-signed"},
 	// Lacking.
-	{"AtomicWriteVolumeUserFields", Lacking, "", "defaultUser and user (the files' owner) of configMap, secret, downwardAPI and projected volumes (alpha; with the gate off upstream ignores them too)"},
 	{"CPUManagerPolicyBetaOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
 	{"CPUManagerPolicyOptions", Lacking, "", "the CPU manager (cpuManagerPolicy) and its options"},
 	{"ContainerCheckpoint", Lacking, "", "the /checkpoint endpoint of the kubelet API"},
@@ -166,21 +185,27 @@ func Lookup(name string) (Gate, bool) {
 }
 
 // Gates answers whether a wired feature is on. Build it with New; the zero
-// value has every wired feature on.
+// value has upstream's defaults: every wired feature on but those
+// OffByDefault.
 type Gates struct {
-	off map[Feature]bool
+	// flipped are the gates not at their default.
+	flipped map[Feature]bool
 }
 
 // New reads every wired gate from enabled. A gate the feature gate does not
 // know (upstream removed it once it went GA) is on.
 func New(enabled func(name string) (on, known bool)) Gates {
-	g := Gates{off: map[Feature]bool{}}
+	g := Gates{flipped: map[Feature]bool{}}
 	for _, row := range Table {
 		if row.Status != Wired {
 			continue
 		}
-		if on, known := enabled(string(row.Name)); known && !on {
-			g.off[row.Name] = true
+		on, known := enabled(string(row.Name))
+		if !known {
+			on = true
+		}
+		if on == offByDefault[row.Name] {
+			g.flipped[row.Name] = true
 		}
 	}
 	return g
@@ -188,20 +213,20 @@ func New(enabled func(name string) (on, known bool)) Gates {
 
 // Enabled reports whether the wired feature f is on.
 func (g Gates) Enabled(f Feature) bool {
-	return !g.off[f]
+	return g.flipped[f] == offByDefault[f]
 }
 
 // With returns a copy of g with f set (for tests and callers that derive
 // one setting from another).
 func (g Gates) With(f Feature, on bool) Gates {
-	out := Gates{off: map[Feature]bool{}}
-	for k, v := range g.off {
-		out.off[k] = v
+	out := Gates{flipped: map[Feature]bool{}}
+	for k, v := range g.flipped {
+		out.flipped[k] = v
 	}
-	if on {
-		delete(out.off, f)
+	if on == offByDefault[f] {
+		out.flipped[f] = true
 	} else {
-		out.off[f] = true
+		delete(out.flipped, f)
 	}
 	return out
 }

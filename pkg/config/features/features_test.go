@@ -17,6 +17,16 @@ func TestGates(t *testing.T) {
 	if !off.With(InPlacePodVerticalScaling, true).Enabled(InPlacePodVerticalScaling) {
 		t.Error("With cannot turn a gate back on")
 	}
+	// A gate off by default upstream is off in the zero Gates, and With
+	// and New turn it on.
+	if zero.Enabled(AtomicWriteVolumeUserFields) || !zero.With(AtomicWriteVolumeUserFields, true).Enabled(AtomicWriteVolumeUserFields) ||
+		zero.With(AtomicWriteVolumeUserFields, true).With(AtomicWriteVolumeUserFields, false).Enabled(AtomicWriteVolumeUserFields) {
+		t.Error("AtomicWriteVolumeUserFields: not off by default, or With does not set it")
+	}
+	if New(func(string) (bool, bool) { return false, true }).Enabled(AtomicWriteVolumeUserFields) ||
+		!New(func(string) (bool, bool) { return true, true }).Enabled(AtomicWriteVolumeUserFields) {
+		t.Error("New does not follow the feature gate for a gate off by default")
+	}
 	// A gate the feature gate does not know (removed upstream after GA)
 	// is on; a known gate follows the feature gate.
 	g := New(func(name string) (bool, bool) {

@@ -12,7 +12,8 @@ import (
 
 // The gate table (pkg/config/features) against the upstream gate list: its
 // rows are sorted and unique, gates wired outside this package default to
-// on (so features.Gates{} is upstream's defaults), and a row naming a gate
+// on unless features.OffByDefault says otherwise (so features.Gates{} is
+// upstream's defaults), and a row naming a gate
 // the upstream kubelet does not know is reported (the gate was renamed or
 // removed: a wired one then counts as on, a lacking one is never warned).
 func TestFeatureTableAgainstUpstream(t *testing.T) {
@@ -37,8 +38,11 @@ func TestFeatureTableAgainstUpstream(t *testing.T) {
 		}
 		switch row.Status {
 		case features.Wired:
-			if row.Where != "pkg/config/kubeletconfig" && !spec.Default {
-				t.Errorf("%s is wired in %s but off by default upstream: features.Gates{} would not be upstream's defaults", row.Name, row.Where)
+			if row.Where != "pkg/config/kubeletconfig" && !spec.Default && !features.OffByDefault(row.Name) {
+				t.Errorf("%s is wired in %s but off by default upstream, and not features.OffByDefault: features.Gates{} would not be upstream's defaults", row.Name, row.Where)
+			}
+			if features.OffByDefault(row.Name) && spec.Default {
+				t.Errorf("%s is features.OffByDefault, but on by default upstream", row.Name)
 			}
 			if spec.LockToDefault {
 				t.Logf("%s is wired but locked on upstream %s: it cannot be turned off any more", row.Name, upstreamVersion)

@@ -327,10 +327,11 @@ func (w *Writer) publish(version string) error {
 	return nil
 }
 
-// linkTopLevel makes <name> -> ..data/<name> for each top-level name.
+// linkTopLevel makes <name> -> ..data/<name> for each top-level name; a
+// new link is owned by the owner of a file under it, when that is set.
 func (w *Writer) linkTopLevel(payload map[string]File) error {
 	seen := map[string]bool{}
-	for p := range payload {
+	for p, f := range payload {
 		name := topLevel(p)
 		if seen[name] {
 			continue
@@ -350,6 +351,11 @@ func (w *Writer) linkTopLevel(payload map[string]File) error {
 		}
 		if err := os.Symlink(target, link); err != nil {
 			return fmt.Errorf("linking %s: %w", name, err)
+		}
+		if f.Owner != nil {
+			if err := os.Lchown(link, int(*f.Owner), -1); err != nil {
+				return fmt.Errorf("chown %s: %w", name, err)
+			}
 		}
 	}
 	return nil

@@ -173,6 +173,13 @@ func TestModesAndOwner(t *testing.T) {
 	if got := ownerUID(t, filepath.Join(dir, "owned")); got != 4321 {
 		t.Errorf("owner uid %d, want 4321", got)
 	}
+	// The user-visible link is the file's owner's too, as upstream's.
+	if got := linkOwnerUID(t, filepath.Join(dir, "owned")); got != 4321 {
+		t.Errorf("link owner uid %d, want 4321", got)
+	}
+	if got := linkOwnerUID(t, filepath.Join(dir, "ro")); got != os.Getuid() {
+		t.Errorf("link of a file without an owner: uid %d, want the writer's %d", got, os.Getuid())
+	}
 }
 
 func TestSetPermsSeesTheNewVersionBeforePublishing(t *testing.T) {
