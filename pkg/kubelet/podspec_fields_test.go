@@ -78,6 +78,8 @@ const (
 	viaNodeAffinity = "k8s.io/component-helpers/scheduling/corev1/nodeaffinity.GetRequiredNodeAffinity"
 	viaPodRequests  = "k8s.io/component-helpers/resource.PodRequests"
 	viaPodLimits    = "k8s.io/component-helpers/resource.PodLimits"
+	viaTolerations  = "k8s.io/component-helpers/scheduling/corev1.FindMatchingUntoleratedTaint"
+	viaClaimName    = "k8s.io/dynamic-resource-allocation/resourceclaim.Name"
 )
 
 // podSpecFields classifies every field of the walked types (walkedTypes),
@@ -323,6 +325,99 @@ var podSpecFields = map[string]fieldStatus{
 	"CSIVolumeSource.VolumeAttributes":                implemented("pkg/volume"),
 	"CSIVolumeSource.NodePublishSecretRef":            implemented("pkg/volume"),
 	"EphemeralVolumeSource.VolumeClaimTemplate":       apiOnly("the ephemeral volume controller creates the claim <pod>-<volume> from it; the kubelet mounts that claim, as upstream's"),
+
+	"ObjectFieldSelector.APIVersion":      apiOnly("the API server defaults it and converts the field path to v1; the kubelet reads fieldPath, as upstream's"),
+	"ObjectFieldSelector.FieldPath":       implemented("pkg/pod/envvars"),
+	"ResourceFieldSelector.ContainerName": implemented("pkg/pod/fieldpath"),
+	"ResourceFieldSelector.Resource":      implemented("pkg/pod/fieldpath"),
+	"ResourceFieldSelector.Divisor":       implemented("pkg/pod/fieldpath"),
+
+	// The parts of a container.
+	"ContainerPort.Name":                       implemented("pkg/pod/prober"),
+	"ContainerPort.HostPort":                   implemented("pkg/runtime/kuberuntime"),
+	"ContainerPort.ContainerPort":              implemented("pkg/runtime/kuberuntime"),
+	"ContainerPort.Protocol":                   implemented("pkg/runtime/kuberuntime"),
+	"ContainerPort.HostIP":                     implemented("pkg/runtime/kuberuntime"),
+	"EnvFromSource.Prefix":                     implemented("pkg/pod/envvars"),
+	"EnvFromSource.ConfigMapRef":               implemented("pkg/pod/envvars"),
+	"EnvFromSource.SecretRef":                  implemented("pkg/pod/envvars"),
+	"ConfigMapEnvSource.Optional":              implemented("pkg/pod/envvars"),
+	"SecretEnvSource.Optional":                 implemented("pkg/pod/envvars"),
+	"EnvVar.Name":                              implemented("pkg/pod/envvars"),
+	"EnvVar.Value":                             implemented("pkg/pod/envvars"),
+	"EnvVar.ValueFrom":                         implemented("pkg/pod/envvars"),
+	"EnvVarSource.FieldRef":                    implemented("pkg/pod/envvars"),
+	"EnvVarSource.ResourceFieldRef":            implemented("pkg/pod/envvars"),
+	"EnvVarSource.ConfigMapKeyRef":             implemented("pkg/pod/envvars"),
+	"EnvVarSource.SecretKeyRef":                implemented("pkg/pod/envvars"),
+	"EnvVarSource.FileKeyRef":                  refused("pkg/pod/envvars.RefusedFileKeyRef"),
+	"ConfigMapKeySelector.Key":                 implemented("pkg/pod/envvars"),
+	"ConfigMapKeySelector.Optional":            implemented("pkg/pod/envvars"),
+	"SecretKeySelector.Key":                    implemented("pkg/pod/envvars"),
+	"SecretKeySelector.Optional":               implemented("pkg/pod/envvars"),
+	"FileKeySelector.VolumeName":               inert("a fileKeyRef is refused as a whole (pkg/pod/envvars.RefusedFileKeyRef)"),
+	"FileKeySelector.Path":                     inert("a fileKeyRef is refused as a whole (pkg/pod/envvars.RefusedFileKeyRef)"),
+	"FileKeySelector.Key":                      inert("a fileKeyRef is refused as a whole (pkg/pod/envvars.RefusedFileKeyRef)"),
+	"FileKeySelector.Optional":                 inert("a fileKeyRef is refused as a whole (pkg/pod/envvars.RefusedFileKeyRef)"),
+	"ResourceRequirements.Limits":              implemented("pkg/runtime/cgroups", viaPodLimits),
+	"ResourceRequirements.Requests":            implemented("pkg/runtime/cgroups", viaPodRequests),
+	"ResourceRequirements.Claims":              implemented("pkg/plugins/dra"),
+	"ResourceClaim.Name":                       implemented("pkg/plugins/dra"),
+	"ResourceClaim.Request":                    implemented("pkg/plugins/dra"),
+	"ContainerResizePolicy.ResourceName":       implemented("pkg/runtime/kuberuntime"),
+	"ContainerResizePolicy.RestartPolicy":      implemented("pkg/runtime/kuberuntime"),
+	"ContainerRestartRule.Action":              implemented("pkg/pod/podspec"),
+	"ContainerRestartRule.ExitCodes":           implemented("pkg/pod/podspec"),
+	"ContainerRestartRuleOnExitCodes.Operator": implemented("pkg/pod/podspec"),
+	"ContainerRestartRuleOnExitCodes.Values":   implemented("pkg/pod/podspec"),
+	"VolumeDevice.Name":                        implemented("pkg/volume"),
+	"VolumeDevice.DevicePath":                  inert("a volumeDevices entry is refused as a whole, by its name (pkg/volume.RefusedVolumeDevices)"),
+	"ExecAction.Command":                       implemented("pkg/pod/prober"),
+	"HTTPGetAction.Path":                       implemented("pkg/pod/prober"),
+	"HTTPGetAction.Port":                       implemented("pkg/pod/prober"),
+	"HTTPGetAction.Host":                       implemented("pkg/pod/prober"),
+	"HTTPGetAction.Scheme":                     implemented("pkg/pod/prober"),
+	"HTTPGetAction.HTTPHeaders":                implemented("pkg/pod/prober"),
+	"HTTPGetAction.Protocol":                   implemented("pkg/pod/prober"),
+	"HTTPHeader.Name":                          implemented("pkg/pod/prober"),
+	"HTTPHeader.Value":                         implemented("pkg/pod/prober"),
+	"TCPSocketAction.Port":                     implemented("pkg/pod/prober"),
+	"TCPSocketAction.Host":                     implemented("pkg/pod/prober"),
+	"GRPCAction.Port":                          implemented("pkg/pod/prober"),
+	"GRPCAction.Service":                       implemented("pkg/pod/prober"),
+	"GRPCAction.Mode":                          implemented("pkg/pod/prober"),
+	"SleepAction.Seconds":                      implemented("pkg/pod/hooks"),
+	"Capabilities.Add":                         implemented("pkg/pod/securitycontext"),
+	"Capabilities.Drop":                        implemented("pkg/pod/securitycontext"),
+	"SELinuxOptions.User":                      implemented("pkg/pod/securitycontext"),
+	"SELinuxOptions.Role":                      implemented("pkg/pod/securitycontext"),
+	"SELinuxOptions.Type":                      implemented("pkg/pod/securitycontext"),
+	"SELinuxOptions.Level":                     implemented("pkg/pod/securitycontext"),
+	"SeccompProfile.Type":                      implemented("pkg/pod/securitycontext"),
+	"SeccompProfile.LocalhostProfile":          implemented("pkg/pod/securitycontext"),
+	"AppArmorProfile.Type":                     implemented("pkg/pod/securitycontext"),
+	"AppArmorProfile.LocalhostProfile":         implemented("pkg/pod/securitycontext"),
+
+	// The parts of the pod the kubelet acts on.
+	"Sysctl.Name":                                implemented("pkg/pod/securitycontext"),
+	"Sysctl.Value":                               implemented("pkg/pod/securitycontext"),
+	"Toleration.Key":                             implemented("pkg/pod/admission", viaTolerations),
+	"Toleration.Operator":                        implemented("pkg/pod/admission", viaTolerations),
+	"Toleration.Value":                           implemented("pkg/pod/admission", viaTolerations),
+	"Toleration.Effect":                          implemented("pkg/pod/admission", viaTolerations),
+	"Toleration.TolerationSeconds":               apiOnly("the taint manager evicts a pod once the tolerationSeconds of a NoExecute taint ran out; the kubelet admits on the toleration alone, as upstream's"),
+	"HostAlias.IP":                               implemented("pkg/pod/dns"),
+	"HostAlias.Hostnames":                        implemented("pkg/pod/dns"),
+	"PodDNSConfig.Nameservers":                   implemented("pkg/pod/dns"),
+	"PodDNSConfig.Searches":                      implemented("pkg/pod/dns"),
+	"PodDNSConfig.Options":                       implemented("pkg/pod/dns"),
+	"PodDNSConfigOption.Name":                    implemented("pkg/pod/dns"),
+	"PodDNSConfigOption.Value":                   implemented("pkg/pod/dns"),
+	"PodReadinessGate.ConditionType":             implemented("pkg/pod/podstatus"),
+	"PodOS.Name":                                 implemented("pkg/pod/admission"),
+	"PodResourceClaim.Name":                      implemented("pkg/plugins/dra"),
+	"PodResourceClaim.ResourceClaimName":         implemented("pkg/plugins/dra", viaClaimName),
+	"PodResourceClaim.ResourceClaimTemplateName": implemented("pkg/plugins/dra", viaClaimName),
 }
 
 // walkedTypes are the core/v1 types whose fields are classified; the walk
@@ -362,6 +457,43 @@ var walkedTypes = map[reflect.Type]bool{
 	reflect.TypeOf(v1.KeyToPath{}):                         true,
 	reflect.TypeOf(v1.DownwardAPIVolumeFile{}):             true,
 	reflect.TypeOf(v1.LocalObjectReference{}):              true,
+	reflect.TypeOf(v1.ObjectFieldSelector{}):               true,
+	reflect.TypeOf(v1.ResourceFieldSelector{}):             true,
+	// The parts of a container, down to their leaves.
+	reflect.TypeOf(v1.ContainerPort{}):                   true,
+	reflect.TypeOf(v1.EnvFromSource{}):                   true,
+	reflect.TypeOf(v1.ConfigMapEnvSource{}):              true,
+	reflect.TypeOf(v1.SecretEnvSource{}):                 true,
+	reflect.TypeOf(v1.EnvVar{}):                          true,
+	reflect.TypeOf(v1.EnvVarSource{}):                    true,
+	reflect.TypeOf(v1.ConfigMapKeySelector{}):            true,
+	reflect.TypeOf(v1.SecretKeySelector{}):               true,
+	reflect.TypeOf(v1.FileKeySelector{}):                 true,
+	reflect.TypeOf(v1.ResourceRequirements{}):            true,
+	reflect.TypeOf(v1.ResourceClaim{}):                   true,
+	reflect.TypeOf(v1.ContainerResizePolicy{}):           true,
+	reflect.TypeOf(v1.ContainerRestartRule{}):            true,
+	reflect.TypeOf(v1.ContainerRestartRuleOnExitCodes{}): true,
+	reflect.TypeOf(v1.VolumeDevice{}):                    true,
+	reflect.TypeOf(v1.ExecAction{}):                      true,
+	reflect.TypeOf(v1.HTTPGetAction{}):                   true,
+	reflect.TypeOf(v1.HTTPHeader{}):                      true,
+	reflect.TypeOf(v1.TCPSocketAction{}):                 true,
+	reflect.TypeOf(v1.GRPCAction{}):                      true,
+	reflect.TypeOf(v1.SleepAction{}):                     true,
+	reflect.TypeOf(v1.Capabilities{}):                    true,
+	reflect.TypeOf(v1.SELinuxOptions{}):                  true,
+	reflect.TypeOf(v1.SeccompProfile{}):                  true,
+	reflect.TypeOf(v1.AppArmorProfile{}):                 true,
+	// The parts of the pod the kubelet acts on.
+	reflect.TypeOf(v1.Sysctl{}):             true,
+	reflect.TypeOf(v1.Toleration{}):         true,
+	reflect.TypeOf(v1.HostAlias{}):          true,
+	reflect.TypeOf(v1.PodDNSConfig{}):       true,
+	reflect.TypeOf(v1.PodDNSConfigOption{}): true,
+	reflect.TypeOf(v1.PodReadinessGate{}):   true,
+	reflect.TypeOf(v1.PodOS{}):              true,
+	reflect.TypeOf(v1.PodResourceClaim{}):   true,
 }
 
 // ephemeralAsContainer: ephemeral containers run as containers
@@ -635,6 +767,8 @@ var docSections = []struct{ typeName, title string }{
 	{"EphemeralContainerCommon", ""}, // as Container
 }
 
+// renderFieldTable renders the sections of docSections, then every other
+// walked type under its name.
 func renderFieldTable(t *testing.T, fields []specField) string {
 	byType := map[string][]specField{}
 	for _, f := range fields {
@@ -653,8 +787,17 @@ func renderFieldTable(t *testing.T, fields []specField) string {
 			renderField(&b, f)
 		}
 	}
-	for tn := range byType {
-		t.Errorf("the walked type %s has no section in docSections", tn)
+	// The other walked types, in the walk's order, under their type name.
+	for _, f := range fields {
+		list, ok := byType[f.typeName]
+		if !ok {
+			continue
+		}
+		delete(byType, f.typeName)
+		fmt.Fprintf(&b, "\n`%s`:\n\n| field | status | where / why |\n| --- | --- | --- |\n", f.typeName)
+		for _, f := range list {
+			renderField(&b, f)
+		}
 	}
 	b.WriteString("\n")
 	return b.String()

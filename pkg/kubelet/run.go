@@ -290,7 +290,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return fmt.Errorf("container runtime at %s does not answer: %w", cfg.ContainerRuntimeEndpoint, err)
 	}
 	log.Info("Container runtime ready", "runtime", rt.Type(), "version", version)
-	probes = prober.NewManager(prober.Options{Exec: prober.CRIExec(rt.RuntimeService()), Recorder: core.Recorder(), HostIPs: hostIPs})
+	probes = prober.NewManager(prober.Options{Exec: prober.CRIExec(rt.RuntimeService()), Recorder: core.Recorder(), HostIPs: hostIPs,
+		H2C:     s.Features.Enabled(features.H2CContainerProbe),
+		GRPCTLS: s.Features.Enabled(features.GRPCContainerProbeTLS)})
 
 	// Pod sources: the static ones configured, and the core's (the API
 	// server's pods bound to this node, when joined).

@@ -58,6 +58,11 @@ const (
 	AtomicWriteVolumeUserFields Feature = "AtomicWriteVolumeUserFields"
 	// EmptyDirVolumeMode: an emptyDir's mode (alpha, off by default).
 	EmptyDirVolumeMode Feature = "EmptyDirVolumeMode"
+	// H2CContainerProbe: httpGet probes over HTTP/2 cleartext (alpha, off
+	// by default).
+	H2CContainerProbe Feature = "H2CContainerProbe"
+	// GRPCContainerProbeTLS: grpc probes over TLS (alpha, off by default).
+	GRPCContainerProbeTLS Feature = "GRPCContainerProbeTLS"
 )
 
 // offByDefault are the wired gates upstream has off by default (alpha
@@ -67,6 +72,8 @@ const (
 var offByDefault = map[Feature]bool{
 	AtomicWriteVolumeUserFields: true,
 	EmptyDirVolumeMode:          true,
+	H2CContainerProbe:           true,
+	GRPCContainerProbeTLS:       true,
 }
 
 // OffByDefault reports whether the wired gate f is off by default.
@@ -109,7 +116,9 @@ var Table = []Gate{
 	{ContainerRestartRules, Wired, "pkg/pod/podspec, pkg/engine/cri", "on: a container's own restartPolicy and restartPolicyRules (action Restart) decide its restarts before the pod's policy; off: a pod that sets them (other than a sidecar's restartPolicy Always) is rejected with reason ContainerRestartRulesNotSupported"},
 	{CustomCPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off (the default until 1.35): a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s"},
 	{EmptyDirVolumeMode, Wired, "pkg/kubelet, pkg/volume", "on: an emptyDir's mode is its directory's permission bits (a tmpfs's root for medium Memory), before an fsGroup's ownership; off (the default): it is ignored, as upstream ignores it, and the pod gets a VolumeFieldsIgnored warning"},
+	{GRPCContainerProbeTLS, Wired, "pkg/kubelet, pkg/pod/prober", "on: a grpc probe with mode TLS connects over TLS without verifying the certificate; off (the default): mode is ignored (plaintext), as upstream ignores it, and the pod gets a ProbeFieldsIgnored warning"},
 	{GracefulNodeShutdown, Wired, "pkg/config/kubeletconfig", "off: shutdownGracePeriod and shutdownGracePeriodCriticalPods are refused, so graceful node shutdown cannot be turned on"},
+	{H2CContainerProbe, Wired, "pkg/kubelet, pkg/pod/prober", "on: an httpGet probe with protocol HTTP2 speaks HTTP/2 cleartext with prior knowledge (the API allows it only with scheme HTTP); off (the default): protocol is ignored (HTTP/1.1), as upstream ignores it, and the pod gets a ProbeFieldsIgnored warning. Lifecycle hooks' httpGet ignores protocol, as upstream's"},
 	{ImageMaximumGCAge, Wired, "pkg/config/kubeletconfig", "off: a non-zero imageMaximumGCAge is refused, so unused images are not removed by age"},
 	{InPlacePodVerticalScaling, Wired, "pkg/kubelet, pkg/engine/cri", "off: no allocation is kept and a changed container resource is not resized in place; no PodResizePending/PodResizeInProgress conditions"},
 	{KubeletFineGrainedAuthz, Wired, "pkg/kubelet, pkg/server", "off: /pods, /healthz and /configz are authorized as nodes/proxy only, not nodes/pods, nodes/healthz, nodes/configz first"},

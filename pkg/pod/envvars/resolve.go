@@ -10,6 +10,11 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/fieldpath"
 )
 
+// RefusedFileKeyRef is why a container with an env var from a file
+// (valueFrom.fileKeyRef, the EnvFiles feature) waits: this kubelet lacks
+// it.
+const RefusedFileKeyRef = "fileKeyRef (the EnvFiles feature) is not supported by this kubelet"
+
 // Sources are the ConfigMaps and Secrets of the pod's namespace that a
 // container refers to, by name, as Fetch read them. A name mapped to nil,
 // or missing, does not exist.
@@ -155,7 +160,7 @@ func Resolve(pod *v1.Pod, c *v1.Container, in Inputs) ([]v1.EnvVar, error) {
 			}
 			v = string(sv)
 		case e.ValueFrom.FileKeyRef != nil:
-			return nil, errdefs.Terminal(fmt.Errorf("env %s: fileKeyRef (the EnvFiles feature) is not supported by this kubelet", e.Name))
+			return nil, errdefs.Terminal(fmt.Errorf("env %s: "+RefusedFileKeyRef, e.Name))
 		}
 		set(e.Name, v)
 	}

@@ -2,23 +2,30 @@ package prober
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 )
 
-// probeGRPC calls grpc.health.v1.Health/Check on addr (plaintext) for
-// service ("" is the server as a whole). SERVING succeeds; any other answer,
-// an unimplemented health service, a timeout or a failed connection fails.
-func probeGRPC(ctx context.Context, addr, service string, timeout time.Duration, userAgent string) (Result, string, error) {
+// probeGRPC calls grpc.health.v1.Health/Check on addr (plaintext, or TLS
+// without verifying the certificate) for service ("" is the server as a
+// whole). SERVING succeeds; any other answer, an unimplemented health
+// service, a timeout or a failed connection fails.
+func probeGRPC(ctx context.Context, addr, service string, useTLS bool, timeout time.Duration, userAgent string) (Result, string, error) {
+	creds := insecure.NewCredentials()
+	if useTLS {
+		creds = credentials.NewTLS(&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // the pod's certificate is not the kubelet's to judge, as upstream
+	}
 	conn, err := grpc.NewClient(addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithUserAgent(userAgent))
 	if err != nil {
 		return Failure, fmt.Sprintf("failed to connect service %q: %v", addr, err), nil

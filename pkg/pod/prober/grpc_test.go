@@ -55,7 +55,7 @@ func TestProbeGRPC(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r, out, err := probeGRPC(context.Background(), tc.addr, tc.service, 2*time.Second, DefaultUserAgent)
+			r, out, err := probeGRPC(context.Background(), tc.addr, tc.service, false, 2*time.Second, DefaultUserAgent)
 			if r != tc.want || err != nil || !strings.Contains(out, tc.out) {
 				t.Errorf("got %v %q %v, want %v containing %q", r, out, err, tc.want, tc.out)
 			}

@@ -79,13 +79,18 @@ func httpRequest(ctx context.Context, g *v1.HTTPGetAction, host string, port int
 // newHTTPClient returns the client of HTTP probes: no keep-alive (a probe
 // must see a fresh connection), TLS without verification (the pod's
 // certificate is not the kubelet's to judge), redirects followed only to the
-// same host.
-func newHTTPClient() *http.Client {
+// same host. With h2c it speaks HTTP/2 over cleartext with prior knowledge
+// (a probe's protocol HTTP2).
+func newHTTPClient(h2c bool) *http.Client {
 	tr := &http.Transport{
 		TLSClientConfig:    &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // probes do not verify, as upstream
 		DisableKeepAlives:  true,
 		DisableCompression: true,
 		Proxy:              nil,
+	}
+	if h2c {
+		tr.Protocols = new(http.Protocols)
+		tr.Protocols.SetUnencryptedHTTP2(true)
 	}
 	return &http.Client{Transport: tr, CheckRedirect: sameHostRedirects}
 }

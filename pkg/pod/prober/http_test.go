@@ -49,7 +49,7 @@ func TestProbeHTTP(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	host, port := hostPort(t, srv.URL)
-	client := newHTTPClient()
+	client := newHTTPClient(false)
 
 	do := func(g *v1.HTTPGetAction, timeout time.Duration) httpOutcome {
 		t.Helper()
@@ -109,7 +109,7 @@ func TestProbeHTTPS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := probeHTTP(newHTTPClient(), req, time.Second); o.result != Success || o.output != "secure" {
+	if o := probeHTTP(newHTTPClient(false), req, time.Second); o.result != Success || o.output != "secure" {
 		t.Errorf("https with a self-signed certificate: %+v", o)
 	}
 }

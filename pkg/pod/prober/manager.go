@@ -37,6 +37,12 @@ type Options struct {
 	HostIPs []string
 	// UserAgent of HTTP and gRPC probes (DefaultUserAgent when empty).
 	UserAgent string
+	// H2C runs httpGet probes with protocol HTTP2 over HTTP/2 cleartext
+	// with prior knowledge (the H2CContainerProbe gate).
+	H2C bool
+	// GRPCTLS runs grpc probes with mode TLS over TLS, without verifying
+	// the certificate (the GRPCContainerProbeTLS gate).
+	GRPCTLS bool
 	// EventInterval is the least time between two identical Unhealthy
 	// events of one worker (default one minute). A new message, or a new
 	// container instance, is reported at once.
@@ -51,6 +57,8 @@ type Manager struct {
 	opts  Options
 	clock clock.Clock
 	http  *http.Client
+	// h2c is http's twin over HTTP/2 cleartext (nil without opts.H2C).
+	h2c *http.Client
 
 	mu      sync.Mutex
 	pods    map[types.UID]*podEntry
@@ -122,13 +130,16 @@ func NewManager(o Options) *Manager {
 	m := &Manager{
 		opts:    o,
 		clock:   o.Clock,
-		http:    newHTTPClient(),
+		http:    newHTTPClient(false),
 		pods:    map[types.UID]*podEntry{},
 		results: map[resultKey]resultEntry{},
 		pending: map[types.UID]struct{}{},
 		kick:    make(chan struct{}, 1),
 		updates: make(chan types.UID),
 		done:    make(chan struct{}),
+	}
+	if o.H2C {
+		m.h2c = newHTTPClient(true)
 	}
 	m.run = m.runProbe
 	m.start = func(w *worker) {
@@ -226,6 +237,7 @@ func (m *Manager) UpdatePod(pod *v1.Pod, status *container.PodStatus) {
 				}
 				continue
 			}
+			m.warnIgnoredFields(pod, c, kind)
 			w := newWorker(m, pod.UID, c.Name, kind)
 			m.seed(w, pod, inst)
 			pe.workers[k] = w

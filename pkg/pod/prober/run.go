@@ -55,7 +55,11 @@ func (m *Manager) runProbe(ctx context.Context, p *v1.Probe, t target) (outcome,
 		if err != nil {
 			return outcome{}, err
 		}
-		o := probeHTTP(m.http, req, timeout)
+		client := m.http
+		if m.h2c != nil && p.HTTPGet.Protocol != nil && *p.HTTPGet.Protocol == v1.HTTPProtocolHTTP2 {
+			client = m.h2c
+		}
+		o := probeHTTP(client, req, timeout)
 		return outcome{result: o.result, output: o.output, warning: o.warning}, nil
 	case p.TCPSocket != nil:
 		port, err := resolvePort(p.TCPSocket.Port, t.container)
@@ -80,7 +84,8 @@ func (m *Manager) runProbe(ctx context.Context, p *v1.Probe, t target) (outcome,
 			service = *p.GRPC.Service
 		}
 		addr := net.JoinHostPort(t.host, strconv.Itoa(int(p.GRPC.Port)))
-		r, out, err := probeGRPC(ctx, addr, service, timeout, m.opts.UserAgent)
+		tls := m.opts.GRPCTLS && p.GRPC.Mode != nil && *p.GRPC.Mode == v1.GRPCProbeModeTLS
+		r, out, err := probeGRPC(ctx, addr, service, tls, timeout, m.opts.UserAgent)
 		return outcome{result: r, output: out}, err
 	}
 	return outcome{}, errors.New("probe has no handler (exec, httpGet, tcpSocket or grpc)")
