@@ -44,6 +44,9 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 	if wait, retry := e.prepareVolumes(ctx, pod, rs); wait {
 		return false, e.deadlineRetry(pod, retry), nil
 	}
+	// Relists while the pod is being changed see it half done: they hold
+	// their news until the read after the action (pleg.Acting).
+	defer e.pleg.Acting(pod.UID)()
 	if err := e.ensurePodCgroup(ctx, run); err != nil {
 		return false, 0, err
 	}
@@ -78,6 +81,7 @@ func (e *Engine) SyncTerminatingPod(ctx context.Context, pod *v1.Pod, running *c
 	if live.Name == "" && running != nil {
 		live.Name, live.Namespace = running.Name, running.Namespace
 	}
+	defer e.pleg.Acting(uid)()
 	if err := e.runtime.KillPod(ctx, pod, live, gracePeriod); err != nil {
 		return fmt.Errorf("killing pod: %w", err)
 	}
@@ -116,6 +120,7 @@ func (e *Engine) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.P
 	if !removed {
 		return nil
 	}
+	defer e.pleg.Acting(uid)()
 	if err := e.runtime.RemovePod(ctx, uid); err != nil {
 		return fmt.Errorf("removing pod from the runtime: %w", err)
 	}

@@ -66,8 +66,10 @@ type PLEG struct {
 	kicks     chan struct{}
 	streaming atomic.Bool
 
-	mu         sync.Mutex
-	last       map[types.UID]*container.PodStatus
+	mu   sync.Mutex
+	last map[types.UID]*container.PodStatus
+	// acting counts, per pod, the kubelet's actions under way (Acting).
+	acting     map[types.UID]int
 	lastRelist time.Time
 	lastErr    error
 }
@@ -78,7 +80,7 @@ func New(r Relister, period time.Duration, capacity int, clk clock.WithTicker) *
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &PLEG{runtime: r, period: period, clock: clk, events: make(chan Event, capacity), kicks: make(chan struct{}, 1), last: map[types.UID]*container.PodStatus{}}
+	return &PLEG{runtime: r, period: period, clock: clk, events: make(chan Event, capacity), kicks: make(chan struct{}, 1), last: map[types.UID]*container.PodStatus{}, acting: map[types.UID]int{}}
 }
 
 // Events is the channel events arrive on.
@@ -122,7 +124,7 @@ func (p *PLEG) Relist(ctx context.Context) {
 		return
 	}
 	p.mu.Lock()
-	next, events := reconcile(p.last, pods, start)
+	next, events := reconcile(p.last, pods, start, p.acting)
 	p.last = next
 	p.lastRelist = p.clock.Now()
 	p.lastErr = nil
@@ -145,15 +147,21 @@ func (p *PLEG) Relist(ctx context.Context) {
 // changes (a pod being started while the relist runs), and reporting those
 // back as news would sync the pod again for nothing, or, for a pod just
 // removed, bring it back for housekeeping to kill. The next relist, which
-// begins after that read, diffs against it, so nothing is lost. Every other
-// pod is diffed against the relist. (Reads are timed by the runtime's
-// clock, start by the PLEG's: the kubelet gives both the same clock.)
-func reconcile(last map[types.UID]*container.PodStatus, relisted []*container.PodStatus, start time.Time) (map[types.UID]*container.PodStatus, []Event) {
+// begins after that read, diffs against it, so nothing is lost. A pod the
+// kubelet is acting on (acting: a sandbox or containers being made or
+// stopped) keeps its record, unreported, for the same reason: the relist
+// sees the action half done, and the kubelet reads the pod itself when it
+// is done. Every other pod is diffed against the relist. (Reads are timed
+// by the runtime's clock, start by the PLEG's: the kubelet gives both the
+// same clock.)
+func reconcile(last map[types.UID]*container.PodStatus, relisted []*container.PodStatus, start time.Time, acting map[types.UID]int) (map[types.UID]*container.PodStatus, []Event) {
 	next := make(map[types.UID]*container.PodStatus, len(relisted))
 	var events []Event
 	for _, s := range relisted {
-		if o := last[s.UID]; readAfter(o, start) {
-			next[s.UID] = o
+		if o := last[s.UID]; readAfter(o, start) || acting[s.UID] > 0 {
+			if o != nil {
+				next[s.UID] = o
+			}
 			continue
 		}
 		events = append(events, Diff(last[s.UID], s)...)
@@ -163,7 +171,7 @@ func reconcile(last map[types.UID]*container.PodStatus, relisted []*container.Po
 		if _, ok := next[uid]; ok {
 			continue
 		}
-		if readAfter(o, start) {
+		if readAfter(o, start) || acting[uid] > 0 {
 			next[uid] = o
 			continue
 		}
@@ -197,6 +205,28 @@ func (p *PLEG) Observe(s *container.PodStatus) {
 		return
 	}
 	p.last[s.UID] = s
+}
+
+// Acting marks the kubelet as acting on pod uid until done is called (once):
+// relists meanwhile keep the pod's record and report nothing for it, since
+// they may see the action half done; the kubelet reads the pod itself
+// (Observe) when it has acted, and the first relist after done diffs
+// against the newer of the two, so a change it did not make is still
+// reported.
+func (p *PLEG) Acting(uid types.UID) (done func()) {
+	p.mu.Lock()
+	p.acting[uid]++
+	p.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			if p.acting[uid]--; p.acting[uid] <= 0 {
+				delete(p.acting, uid)
+			}
+		})
+	}
 }
 
 // Pods returns the pods seen by the last relist (and Observe since) that

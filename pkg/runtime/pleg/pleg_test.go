@@ -136,6 +136,8 @@ func TestReconcile(t *testing.T) {
 		name     string
 		last     []*container.PodStatus
 		relisted []*container.PodStatus
+		// acting: pods the kubelet is acting on.
+		acting []types.UID
 		// want: the state of c in the record of each pod, "" for none.
 		want   map[types.UID]container.State
 		events []string
@@ -178,6 +180,34 @@ func TestReconcile(t *testing.T) {
 			want:     map[types.UID]container.State{},
 			events:   []string{"ContainerDied:c", "ContainerRemoved:c"},
 		},
+		{
+			name:     "being acted on (its sandbox being made): its record stands, nothing reported",
+			last:     []*container.PodStatus{at(before, "a", nil)},
+			relisted: []*container.PodStatus{at(start, "a", map[string]container.State{"c": C})},
+			acting:   []types.UID{"a"},
+			want:     map[types.UID]container.State{"a": ""},
+		},
+		{
+			name:     "being stopped: not reported gone either",
+			last:     []*container.PodStatus{at(before, "a", map[string]container.State{"c": R})},
+			relisted: nil,
+			acting:   []types.UID{"a"},
+			want:     map[types.UID]container.State{"a": R},
+		},
+		{
+			name:     "acted on, never read: nothing recorded or reported until it is done",
+			relisted: []*container.PodStatus{at(start, "a", map[string]container.State{"c": R})},
+			acting:   []types.UID{"a"},
+			want:     map[types.UID]container.State{},
+		},
+		{
+			name:     "another pod's action holds nothing of this one",
+			last:     []*container.PodStatus{at(before, "a", map[string]container.State{"c": C})},
+			relisted: []*container.PodStatus{at(start, "a", map[string]container.State{"c": R})},
+			acting:   []types.UID{"b"},
+			want:     map[types.UID]container.State{"a": R},
+			events:   []string{"ContainerStarted:c"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,7 +215,11 @@ func TestReconcile(t *testing.T) {
 			for _, s := range tt.last {
 				last[s.UID] = s
 			}
-			next, events := reconcile(last, tt.relisted, start)
+			acting := map[types.UID]int{}
+			for _, uid := range tt.acting {
+				acting[uid]++
+			}
+			next, events := reconcile(last, tt.relisted, start, acting)
 			if got := kinds(events); strings.Join(got, ",") != strings.Join(tt.events, ",") {
 				t.Errorf("events %v, want %v", got, tt.events)
 			}
@@ -207,6 +241,48 @@ func TestReconcile(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestActing: a relist during an action reports nothing for the pod; once
+// done, a change the kubelet did not make is reported by the next relist.
+func TestActing(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	rt := &fakeRuntime{}
+	p := New(rt, time.Second, 10, clk)
+	ctx := context.Background()
+	p.Relist(ctx)
+	done := p.Acting("a")
+	again := p.Acting("a") // a second action under way
+	rt.pods = []*container.PodStatus{{UID: "a", Containers: []container.Status{{ID: "c", State: container.StateCreated}}}}
+	clk.Step(time.Second)
+	p.Relist(ctx)
+	if len(p.events) != 0 {
+		t.Fatalf("%d events while acting", len(p.events))
+	}
+	done()
+	done() // once only
+	clk.Step(time.Second)
+	p.Relist(ctx)
+	if len(p.events) != 0 {
+		t.Fatalf("%d events while the second action is under way", len(p.events))
+	}
+	again()
+	// The action ended without a read; the container the kubelet did not
+	// report to itself is news.
+	rt.pods[0].Containers[0].State = container.StateRunning
+	clk.Step(time.Second)
+	p.Relist(ctx)
+	if got := kinds(drain(p.events)); strings.Join(got, ",") != "ContainerStarted:c" {
+		t.Fatalf("events after the action %v, want ContainerStarted:c", got)
+	}
+}
+
+func drain(ch chan Event) []Event {
+	var out []Event
+	for len(ch) > 0 {
+		out = append(out, <-ch)
+	}
+	return out
 }
 
 func TestObserveKeepsTheNewerRead(t *testing.T) {
