@@ -55,16 +55,47 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 	e.noteResizeSteps(pod.UID, res)
 	klog.FromContext(ctx).V(3).Info("Pod synced", "pod", klog.KObj(pod), "podUID", pod.UID, "changed", res.Changed(), "steps", len(res.Steps))
 	e.reasons.update(pod.UID, res.WaitingReasons())
+	retry := res.RetryAfter()
 	if res.Changed() {
 		if rs2, err := e.inspect(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
 			e.probes.UpdatePod(pod, rs2)
 			e.setStatus(pod, e.computeStatus(pod, rs2, podstatus.Options{}))
+			if endedDuring(rs, rs2) {
+				// No relist reports an exit the kubelet read itself
+				// (an init container done, a container killed or
+				// crashed at once): the next step is taken now.
+				retry = endedRetry
+			}
 		}
 	}
 	if err := res.Error(); err != nil {
-		return false, res.RetryAfter(), err
+		return false, retry, err
 	}
-	return false, e.deadlineRetry(pod, res.RetryAfter()), nil
+	return false, e.deadlineRetry(pod, retry), nil
+}
+
+// endedRetry is how soon a pod is synced again when a container ended
+// while it was being synced.
+const endedRetry = time.Millisecond
+
+// endedDuring reports whether after (the read after acting on a pod) holds
+// a container instance that has exited and had not in before (the read
+// before acting).
+func endedDuring(before, after *container.PodStatus) bool {
+	exited := map[string]bool{}
+	if before != nil {
+		for _, c := range before.Containers {
+			if c.State == container.StateExited {
+				exited[c.ID] = true
+			}
+		}
+	}
+	for _, c := range after.Containers {
+		if c.State == container.StateExited && !exited[c.ID] {
+			return true
+		}
+	}
+	return false
 }
 
 // SyncTerminatingPod stops everything of the pod within its grace period.

@@ -142,3 +142,27 @@ func TestCountStarts(t *testing.T) {
 		}
 	}
 }
+
+func TestEndedDuring(t *testing.T) {
+	st := func(cs ...container.Status) *container.PodStatus { return &container.PodStatus{Containers: cs} }
+	run := func(id string) container.Status { return container.Status{ID: id, State: container.StateRunning} }
+	exit := func(id string) container.Status { return container.Status{ID: id, State: container.StateExited} }
+	for _, tc := range []struct {
+		name          string
+		before, after *container.PodStatus
+		want          bool
+	}{
+		{"started and running", st(), st(run("a")), false},
+		{"started and already done (an init container)", st(), st(exit("a")), true},
+		{"killed while synced", st(run("a")), st(exit("a")), true},
+		{"exited before, still exited", st(exit("a")), st(exit("a"), run("b")), false},
+		{"a new instance exited beside an old one", st(exit("a")), st(exit("a"), exit("b")), true},
+		{"nothing read before", nil, st(exit("a")), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := endedDuring(tc.before, tc.after); got != tc.want {
+				t.Errorf("endedDuring = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
