@@ -20,6 +20,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
@@ -30,6 +31,9 @@ const (
 	EventFailedPostStartHook   = "FailedPostStartHook"
 	EventFailedPreStopHook     = "FailedPreStopHook"
 	EventLifecycleHTTPFallback = "LifecycleHTTPFallback"
+	// EventProtocolIgnored: an httpGet hook sets protocol, which hooks
+	// ignore (HTTP/1.1 always), as upstream's do; only probes honour it.
+	EventProtocolIgnored = "LifecycleProtocolIgnored"
 )
 
 // maxBody bounds how much of an HTTP hook's response is drained.
@@ -205,6 +209,12 @@ func (r *Runner) runHTTP(ctx context.Context, pod *v1.Pod, c *v1.Container, podI
 	req, err := Request(ctx, g, c, podIP, r.userAgent)
 	if err != nil {
 		return err
+	}
+	if g.Protocol != nil && *g.Protocol != v1.HTTPProtocolHTTP1 {
+		klog.FromContext(ctx).Info("Lifecycle hook protocol ignored", "pod", klog.KObj(pod), "container", c.Name, "protocol", *g.Protocol)
+		if r.recorder != nil {
+			r.recorder.Eventf(pod, v1.EventTypeWarning, EventProtocolIgnored, "httpGet lifecycle hook of container %s asks for protocol %s, which lifecycle hooks ignore (HTTP/1.1), as upstream's do; only probes honour it", c.Name, *g.Protocol)
+		}
 	}
 	resp, err := r.client.Do(req)
 	drain(resp)

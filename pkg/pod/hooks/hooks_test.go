@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 )
 
 var testPod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
@@ -70,6 +71,31 @@ func TestHTTPHook(t *testing.T) {
 	mu.Unlock()
 	if got.URL.Path != "/echo" || got.URL.Query().Get("msg") != "poststart" || got.Header.Get("X-Test") != "1" || got.Header.Get("User-Agent") != "kube-lifecycle/test" {
 		t.Errorf("request %v %v", got.URL, got.Header)
+	}
+
+	// protocol HTTP2 is ignored by hooks (the request is HTTP/1.1 and
+	// succeeds), with a warning naming it; HTTP1 says nothing.
+	for _, proto := range []v1.HTTPProtocol{v1.HTTPProtocolHTTP2, v1.HTTPProtocolHTTP1} {
+		h = &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Path: "/p", Port: intstr.FromString("web"), Protocol: ptr.To(proto)}}
+		if msg, err := r.Run(context.Background(), testPod, c, "cid", host, h, 0); err != nil {
+			t.Fatalf("protocol %s: %s %v", proto, msg, err)
+		}
+		mu.Lock()
+		last := seen[len(seen)-1]
+		mu.Unlock()
+		if last.Proto != "HTTP/1.1" {
+			t.Errorf("protocol %s: the hook spoke %s", proto, last.Proto)
+		}
+		select {
+		case e := <-rec.Events:
+			if proto != v1.HTTPProtocolHTTP2 || !strings.Contains(e, EventProtocolIgnored) || !strings.Contains(e, "asks for protocol HTTP2") {
+				t.Errorf("protocol %s: event %q", proto, e)
+			}
+		default:
+			if proto == v1.HTTPProtocolHTTP2 {
+				t.Errorf("protocol %s: no warning", proto)
+			}
+		}
 	}
 
 	// HTTPS to a plain HTTP server falls back to HTTP with an event.
