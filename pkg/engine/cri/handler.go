@@ -69,13 +69,14 @@ func (e *Engine) SyncPod(ctx context.Context, pod *v1.Pod) (bool, time.Duration,
 		}
 	}
 	if err := res.Error(); err != nil {
-		return false, retry, err
+		// A failed step keeps its own retry and the error back-off.
+		return false, res.RetryAfter(), err
 	}
 	return false, e.deadlineRetry(pod, retry), nil
 }
 
 // endedRetry is how soon a pod is synced again when a container ended
-// while it was being synced.
+// while it was being synced (and no step failed).
 const endedRetry = time.Millisecond
 
 // endedDuring reports whether after (the read after acting on a pod) holds
