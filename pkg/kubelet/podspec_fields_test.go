@@ -707,7 +707,7 @@ const (
 // TestPodSpecFieldsDoc keeps the table of docs/podspec.md equal to the
 // classification.
 func TestPodSpecFieldsDoc(t *testing.T) {
-	want := renderFieldTable(t, walkPodSpec(t))
+	want := renderFieldTable(walkPodSpec(t))
 	b, err := os.ReadFile(docPath)
 	if err != nil {
 		t.Fatal(err)
@@ -768,36 +768,30 @@ var docSections = []struct{ typeName, title string }{
 }
 
 // renderFieldTable renders the sections of docSections, then every other
-// walked type under its name.
-func renderFieldTable(t *testing.T, fields []specField) string {
+// walked type under its name, in the walk's order.
+func renderFieldTable(fields []specField) string {
 	byType := map[string][]specField{}
 	for _, f := range fields {
 		byType[f.typeName] = append(byType[f.typeName], f)
 	}
 	var b strings.Builder
 	b.WriteString("\n")
-	for _, sec := range docSections {
-		list := byType[sec.typeName]
-		delete(byType, sec.typeName)
-		if sec.title == "" || len(list) == 0 {
-			continue
+	section := func(typeName, title string) {
+		list := byType[typeName]
+		delete(byType, typeName)
+		if title == "" || len(list) == 0 {
+			return
 		}
-		fmt.Fprintf(&b, "\n%s:\n\n| field | status | where / why |\n| --- | --- | --- |\n", sec.title)
+		fmt.Fprintf(&b, "\n%s:\n\n| field | status | where / why |\n| --- | --- | --- |\n", title)
 		for _, f := range list {
 			renderField(&b, f)
 		}
 	}
-	// The other walked types, in the walk's order, under their type name.
+	for _, sec := range docSections {
+		section(sec.typeName, sec.title)
+	}
 	for _, f := range fields {
-		list, ok := byType[f.typeName]
-		if !ok {
-			continue
-		}
-		delete(byType, f.typeName)
-		fmt.Fprintf(&b, "\n`%s`:\n\n| field | status | where / why |\n| --- | --- | --- |\n", f.typeName)
-		for _, f := range list {
-			renderField(&b, f)
-		}
+		section(f.typeName, "`"+f.typeName+"`")
 	}
 	b.WriteString("\n")
 	return b.String()

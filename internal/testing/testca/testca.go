@@ -6,26 +6,26 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"testing"
-	"time"
+
+	certutil "k8s.io/client-go/util/cert"
 )
 
-// PEM returns a new self-signed CA certificate with common name cn, valid
-// for an hour, as one PEM block.
+// PEM returns a new self-signed CA certificate with common name cn, as one
+// PEM block (client-go's cert helper makes it).
 func PEM(t testing.TB, cn string) string {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: cn}, NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	cert, err := certutil.NewSelfSignedCACert(certutil.Config{CommonName: cn}, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+	pemBytes, err := certutil.EncodeCertificates(cert)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pemBytes)
 }
