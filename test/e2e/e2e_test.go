@@ -7,6 +7,15 @@
 // own), stops the node kubelet of `make cluster` if one runs, since both
 // would claim the same Node, and runs its own kubelet on the project's test
 // containerd with the cluster's node identity.
+//
+// Tests that only touch objects of their own (a namespace(t), names that
+// carry it) call t.Parallel() first: Go runs them together, after every
+// other test, which is how the tier fits its time. A test that disturbs
+// what others share must not: killing, restarting or reconfiguring the
+// shared kubelet, restarting containerd or the API server, deleting the
+// Node, node-wide pressure or a load that others' timings would feel, or
+// assertions over everything on the node (TestStatsSummary lists every
+// running pod).
 package e2e
 
 import (
@@ -337,6 +346,7 @@ func waitGone(t *testing.T, ns, name string) {
 }
 
 func TestNodeIsReadyWithItsFacts(t *testing.T) {
+	t.Parallel()
 	name := node(t)
 	ctx := context.Background()
 	n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -403,6 +413,7 @@ func TestNodeIsReadyWithItsFacts(t *testing.T) {
 }
 
 func TestDeploymentScalesUpAndDown(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -453,6 +464,7 @@ func TestDeploymentScalesUpAndDown(t *testing.T) {
 }
 
 func TestPodThatCannotFitFails(t *testing.T) {
+	t.Parallel()
 	name := node(t)
 	ns := namespace(t)
 	p := testPod("huge")
@@ -468,6 +480,7 @@ func TestPodThatCannotFitFails(t *testing.T) {
 }
 
 func TestGracefulDeletionHonoursSIGTERMAndGracePeriod(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -502,6 +515,7 @@ func TestGracefulDeletionHonoursSIGTERMAndGracePeriod(t *testing.T) {
 }
 
 func TestStaticPodHasAMirrorPod(t *testing.T) {
+	t.Parallel()
 	name := node(t)
 	ctx := context.Background()
 	manifest := `apiVersion: v1
@@ -622,6 +636,7 @@ func TestAPIServerRestartResyncs(t *testing.T) {
 }
 
 func TestActiveDeadlineEndsPodFailed(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	p := testPod("deadline")
@@ -639,6 +654,7 @@ func TestActiveDeadlineEndsPodFailed(t *testing.T) {
 }
 
 func TestKubeletRecordsEvents(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()

@@ -104,6 +104,7 @@ func waitUntil(deadline time.Time) {
 var timestamped = regexp.MustCompile(`^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z) (.*)$`)
 
 func TestKubectlLogs(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	createPod(t, ns, testPod("steady"))
@@ -231,6 +232,7 @@ echo stopping`))
 var spdy = []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}
 
 func TestKubectlExec(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	createPod(t, ns, testPod("shell"))
@@ -293,6 +295,7 @@ func TestKubectlExec(t *testing.T) {
 }
 
 func TestKubectlAttach(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	for name, env := range map[string][]string{"websocket": nil, "spdy": spdy} {
@@ -314,6 +317,7 @@ func TestKubectlAttach(t *testing.T) {
 }
 
 func TestKubectlPortForward(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	createPod(t, ns, testPod("echo", "--tcp-port=9000"))

@@ -91,6 +91,7 @@ func clusterCA(t *testing.T) *framework.CA {
 }
 
 func TestKubeletAPIAuthnAndAuthz(t *testing.T) {
+	t.Parallel()
 	name := node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -202,6 +203,7 @@ func readPEMCert(t *testing.T, path string) *x509.Certificate {
 }
 
 func TestNodeJoinedThroughTLSBootstrap(t *testing.T) {
+	t.Parallel()
 	name := node(t)
 	kc, err := clientcmd.LoadFromFile(nodeKubeconfig)
 	if err != nil {
@@ -250,6 +252,7 @@ func approved(r *certificatesv1.CertificateSigningRequest) bool {
 }
 
 func TestClientCertificateRotationKeepsPodsRunning(t *testing.T) {
+	t.Parallel()
 	name := node(t)
 	ns := namespace(t)
 	ctx := context.Background()

@@ -132,6 +132,7 @@ func nodeObj(t *testing.T) *v1.Node {
 }
 
 func TestPodSpecEnvironment(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -250,6 +251,7 @@ func TestPodSpecEnvironment(t *testing.T) {
 }
 
 func TestPodSpecDNSAndHosts(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	script := `{ cat /etc/resolv.conf; echo "hostname=$(hostname)"; cat /etc/hosts; } > /dev/termination-log`
@@ -325,6 +327,7 @@ func TestPodSpecDNSAndHosts(t *testing.T) {
 }
 
 func TestPodSpecSecurity(t *testing.T) {
+	t.Parallel()
 	nodeName := node(t)
 	ns := namespace(t)
 	status := `grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status`
@@ -476,6 +479,7 @@ func hostDir(t *testing.T) (string, v1.Volume) {
 }
 
 func TestPodSpecLifecycleHooks(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -544,6 +548,7 @@ func TestPodSpecLifecycleHooks(t *testing.T) {
 }
 
 func TestPodSpecSidecars(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -622,6 +627,7 @@ func TestPodSpecSidecars(t *testing.T) {
 }
 
 func TestPodSpecEphemeralContainers(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -674,6 +680,7 @@ func TestPodSpecEphemeralContainers(t *testing.T) {
 }
 
 func TestPodSpecTerminationMessages(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	custom := shPod("custom", `echo -n DONE > /dev/termination-custom-log`)
@@ -705,6 +712,7 @@ func TestPodSpecTerminationMessages(t *testing.T) {
 }
 
 func TestPodSpecRuntimeClass(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -754,6 +762,7 @@ func TestPodSpecRuntimeClass(t *testing.T) {
 // at once starts and becomes Ready, and each container's readiness probe
 // checks that it sees exactly what the spec asks for.
 func TestPodSpecAllAtOnce(t *testing.T) {
+	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
