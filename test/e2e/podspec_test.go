@@ -154,6 +154,15 @@ func TestPodSpecEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The kubelet learns of the Service through its own watch, which may
+	// lag the pod's (upstream's too): a container gets the variables of
+	// the Services the kubelet knows when it starts. A barrier pod that
+	// restarts until it sees the Service's variables makes the next pod's
+	// environment deterministic (it failed once on a loaded machine,
+	// 2026-11-28, with every BACKEND_DB_* variable missing).
+	seen := shPod("svc-seen", `[ -n "$BACKEND_DB_SERVICE_HOST" ]`)
+	seen.Spec.RestartPolicy = v1.RestartPolicyOnFailure
+	runToEnd(t, ns, seen)
 
 	ref := func(kind, name, key string, optional bool) *v1.EnvVarSource {
 		sel := v1.LocalObjectReference{Name: name}

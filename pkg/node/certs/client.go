@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -307,26 +308,37 @@ func writeKubeconfig(bcfg *rest.Config, path, pemPath string) error {
 //  2. a bootstrap kubeconfig and no usable kubeconfig: the kubeconfig is
 //     written to point at the store, and the first certificate is
 //     requested with the bootstrap credentials;
-//  3. both, the kubeconfig usable: the bootstrap kubeconfig is ignored.
+//  3. both, the kubeconfig usable: the bootstrap kubeconfig is not needed
+//     at start (an unreadable one is no error).
+//
+// Whenever the node has no valid certificate (before the first one, or
+// once it expired), the bootstrap credentials ask for one, else the
+// kubeconfig's own: a restarted upstream kubelet would bootstrap with
+// them too.
 func newRotatingClient(o ClientOptions) (*Client, error) {
-	var certCfg, userCfg *rest.Config
+	var userCfg, fallbackCfg *rest.Config
 	ok, _ := kubeconfigUsable(o.KubeconfigPath)
 	if o.BootstrapKubeconfigPath == "" || ok {
 		cfg, err := loadKubeconfig(o.KubeconfigPath)
 		if err != nil {
 			return nil, fmt.Errorf("--kubeconfig %s: %w", o.KubeconfigPath, err)
 		}
-		certCfg, userCfg = cfg, rest.CopyConfig(cfg)
+		userCfg, fallbackCfg = rest.CopyConfig(cfg), cfg
+		if o.BootstrapKubeconfigPath != "" {
+			if bcfg, err := loadKubeconfig(o.BootstrapKubeconfigPath); err == nil {
+				fallbackCfg = bcfg
+			}
+		}
 	} else {
 		bcfg, err := loadKubeconfig(o.BootstrapKubeconfigPath)
 		if err != nil {
 			return nil, fmt.Errorf("--bootstrap-kubeconfig %s: %w", o.BootstrapKubeconfigPath, err)
 		}
+		fallbackCfg = bcfg
 		pem := filepath.Join(o.CertDir, ClientPairName+"-current.pem")
 		if err := writeKubeconfig(bcfg, o.KubeconfigPath, pem); err != nil {
 			return nil, err
 		}
-		certCfg = bcfg
 		userCfg = rest.AnonymousClientConfig(bcfg)
 		userCfg.CertFile, userCfg.KeyFile = pem, pem
 	}
@@ -354,15 +366,16 @@ func newRotatingClient(o ClientOptions) (*Client, error) {
 		checkPeriod: time.Second,
 		exitAfter:   5 * time.Minute,
 	}
-	var rotating *rest.Config
+	var csrCfg *rest.Config
 	c.manager, err = certificate.NewManager(&certificate.Config{
-		ClientsetFn: func(current *tls.Certificate) (kubernetes.Interface, error) {
-			// The current certificate asks for its successor
-			// (selfnodeclient); without one, the bootstrap credentials do.
-			if current == nil {
-				return kubernetes.NewForConfig(certCfg)
-			}
-			return kubernetes.NewForConfig(rotating)
+		// The current certificate asks for its successor (selfnodeclient),
+		// the fallback credentials for a first one. The choice is made per
+		// request, not per rotation: a rotation that straddles the expiry
+		// (its CSR created just before, signed or read after, as when the
+		// API server was away) goes on with the fallback instead of
+		// waiting out client-go's 15 minutes as an anonymous user.
+		ClientsetFn: func(*tls.Certificate) (kubernetes.Interface, error) {
+			return kubernetes.NewForConfig(csrCfg)
 		},
 		Template: &x509.CertificateRequest{Subject: pkix.Name{
 			CommonName: "system:node:" + o.NodeName, Organization: []string{"system:nodes"},
@@ -377,12 +390,67 @@ func newRotatingClient(o ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client certificate manager: %w", err)
 	}
-	rotating, err = c.rotatingConfig(userCfg)
+	rotating, err := c.rotatingConfig(userCfg)
 	if err != nil {
+		return nil, err
+	}
+	if csrCfg, err = c.csrConfig(rotating, fallbackCfg); err != nil {
 		return nil, err
 	}
 	c.Config = rotating
 	return c, nil
+}
+
+// csrConfig is the configuration of the client that requests and waits
+// for certificates: each request goes with the manager's current
+// certificate while it is valid (the rotating configuration), and with the
+// fallback configuration's credentials otherwise. The fallback's transport
+// is made at its first use (its certificate files, if any, may not exist
+// before).
+func (c *Client) csrConfig(rotating, fallback *rest.Config) (*rest.Config, error) {
+	out := rest.CopyConfig(rotating)
+	var (
+		mu sync.Mutex
+		fb http.RoundTripper
+	)
+	out.Transport = credentialSwitch{
+		current: rotating.Transport,
+		valid:   func() bool { return c.manager.Current() != nil },
+		fallback: func() (http.RoundTripper, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if fb != nil {
+				return fb, nil
+			}
+			t, err := rest.TransportFor(fallback)
+			if err != nil {
+				return nil, fmt.Errorf("the bootstrap credentials' transport: %w", err)
+			}
+			fb = t
+			return fb, nil
+		},
+	}
+	return out, nil
+}
+
+// credentialSwitch sends each request through current while valid() holds
+// (a client certificate that has not expired) and through fallback
+// otherwise.
+type credentialSwitch struct {
+	current  http.RoundTripper
+	fallback func() (http.RoundTripper, error)
+	valid    func() bool
+}
+
+func (s credentialSwitch) RoundTrip(r *http.Request) (*http.Response, error) {
+	if s.valid() {
+		return s.current.RoundTrip(r)
+	}
+	fb, err := s.fallback()
+	if err != nil {
+		return nil, err
+	}
+	return fb.RoundTrip(r)
 }
 
 // rotatingConfig is cfg with a transport that presents the manager's

@@ -304,3 +304,66 @@ func TestServingAddresses(t *testing.T) {
 		})
 	}
 }
+
+// A rotation whose certificate expires before its CSR is read back (the
+// API server away, a slow signer) goes on with the bootstrap credentials,
+// not as an anonymous user: client-go's manager stops presenting an
+// expired certificate (Current is nil) and waits up to 15 minutes for the
+// CSR it made, which happened to a virtual node in an e2e run.
+func TestCertificateRequestsWithoutAValidCertificateUseTheBootstrapCredentials(t *testing.T) {
+	iss := newIssuer(t)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(iss.pem)
+	// The server answers with who the request authenticated as.
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case len(r.TLS.PeerCertificates) > 0:
+			_, _ = io.WriteString(w, r.TLS.PeerCertificates[0].Subject.CommonName)
+		case r.Header.Get("Authorization") != "":
+			_, _ = io.WriteString(w, r.Header.Get("Authorization"))
+		default:
+			_, _ = io.WriteString(w, "anonymous")
+		}
+	}))
+	srv.TLS = &tls.Config{ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: pool}
+	srv.StartTLS()
+	defer srv.Close()
+
+	m := &fakeManager{}
+	c := &Client{manager: m, dialer: connrotation.NewDialer((&net.Dialer{}).DialContext)}
+	rotating, err := c.rotatingConfig(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csrCfg, err := c.csrConfig(rotating, &rest.Config{Host: srv.URL, BearerToken: "abcdef.0123456789abcdef", TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(cfg *rest.Config) string {
+		t.Helper()
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Get(srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	valid, _, _ := iss.issue(t, "system:node:a", time.Now().Add(time.Hour))
+	m.cur.Store(valid)
+	if got := get(csrCfg); got != "system:node:a" {
+		t.Errorf("with a valid certificate the CSR client authenticated as %q, want the certificate", got)
+	}
+	m.cur.Store(nil) // expired: client-go's Current() no longer returns it
+	if got := get(csrCfg); got != "Bearer abcdef.0123456789abcdef" {
+		t.Errorf("without a valid certificate the CSR client authenticated as %q, want the bootstrap token", got)
+	}
+	m.cur.Store(valid)
+	if got := get(csrCfg); got != "system:node:a" {
+		t.Errorf("after a new certificate the CSR client authenticated as %q", got)
+	}
+}
