@@ -394,9 +394,7 @@ func newRotatingClient(o ClientOptions) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	if csrCfg, err = c.csrConfig(rotating, fallbackCfg); err != nil {
-		return nil, err
-	}
+	csrCfg = c.csrConfig(rotating, fallbackCfg)
 	c.Config = rotating
 	return c, nil
 }
@@ -407,7 +405,7 @@ func newRotatingClient(o ClientOptions) (*Client, error) {
 // fallback configuration's credentials otherwise. The fallback's transport
 // is made at its first use (its certificate files, if any, may not exist
 // before).
-func (c *Client) csrConfig(rotating, fallback *rest.Config) (*rest.Config, error) {
+func (c *Client) csrConfig(rotating, fallback *rest.Config) *rest.Config {
 	out := rest.CopyConfig(rotating)
 	var (
 		mu sync.Mutex
@@ -430,7 +428,7 @@ func (c *Client) csrConfig(rotating, fallback *rest.Config) (*rest.Config, error
 			return fb, nil
 		},
 	}
-	return out, nil
+	return out
 }
 
 // credentialSwitch sends each request through current while valid() holds

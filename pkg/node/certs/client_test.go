@@ -335,10 +335,7 @@ func TestCertificateRequestsWithoutAValidCertificateUseTheBootstrapCredentials(t
 	if err != nil {
 		t.Fatal(err)
 	}
-	csrCfg, err := c.csrConfig(rotating, &rest.Config{Host: srv.URL, BearerToken: "abcdef.0123456789abcdef", TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	csrCfg := c.csrConfig(rotating, &rest.Config{Host: srv.URL, BearerToken: "abcdef.0123456789abcdef", TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
 	get := func(cfg *rest.Config) string {
 		t.Helper()
 		hc, err := rest.HTTPClientFor(cfg)
