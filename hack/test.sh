@@ -124,7 +124,7 @@ if wants e2e; then
   # first; the rest call t.Parallel() and then run together, E2E_PARALLEL
   # at a time: most of their time is waiting (certificate rotation, metrics
   # scrapes, sync periods), not CPU.
-  tier e2e -p 1 -v -timeout 45m -parallel "${E2E_PARALLEL:-8}" ./test/e2e
+  tier e2e -p 1 -v -timeout 45m -parallel "${E2E_PARALLEL:-4}" ./test/e2e
 fi
 if wants conformance; then
   stage "conformance subset (upstream e2e specs of test/conformance/subset.txt; the first run builds the suite, kube-proxy and CoreDNS: minutes)"

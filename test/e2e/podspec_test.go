@@ -845,13 +845,17 @@ func allInOne(ns, name string, vol v1.Volume, extraCheck string) *v1.Pod {
 				PostStart: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "touch /scratch/poststart-" + tag}}},
 				PreStop:   &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "echo " + name + " >> /host/prestop"}}},
 			},
-			ReadinessProbe:           &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", check}}}, PeriodSeconds: 1},
+			// Probe timeouts of 5 s, not the default 1 s: the test checks
+			// what the containers see, and the e2e tier runs it beside
+			// other tests on 2 cores, where a probe's exec can take over a
+			// second (the sidecar's startup probe then restarted it once).
+			ReadinessProbe:           &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", check}}}, PeriodSeconds: 1, TimeoutSeconds: 5},
 			TerminationMessagePolicy: v1.TerminationMessageFallbackToLogsOnError,
 		}
 	}
 	side := ctr("side", "side")
 	side.RestartPolicy = ptr.To(v1.ContainerRestartPolicyAlways)
-	side.StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8082)}}, PeriodSeconds: 1}
+	side.StartupProbe = &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8082)}}, PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 30}
 	return &v1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: v1.PodSpec{
