@@ -112,19 +112,7 @@ func TestRotationSwitchesConnectionsToTheNewCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	get := func() string {
-		resp, err := httpClient.Get(srv.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	get := func() string { return body(t, cfg, srv.URL) }
 	// No certificate yet: the client connects without one.
 	if got := get(); got != "anonymous" {
 		t.Fatalf("before the first certificate: %q", got)
@@ -336,20 +324,7 @@ func TestCertificateRequestsWithoutAValidCertificateUseTheBootstrapCredentials(t
 		t.Fatal(err)
 	}
 	csrCfg := c.csrConfig(rotating, &rest.Config{Host: srv.URL, BearerToken: "abcdef.0123456789abcdef", TLSClientConfig: rest.TLSClientConfig{Insecure: true}})
-	get := func(cfg *rest.Config) string {
-		t.Helper()
-		hc, err := rest.HTTPClientFor(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := hc.Get(srv.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return string(b)
-	}
+	get := func(cfg *rest.Config) string { return body(t, cfg, srv.URL) }
 	valid, _, _ := iss.issue(t, "system:node:a", time.Now().Add(time.Hour))
 	m.cur.Store(valid)
 	if got := get(csrCfg); got != "system:node:a" {
@@ -363,4 +338,21 @@ func TestCertificateRequestsWithoutAValidCertificateUseTheBootstrapCredentials(t
 	if got := get(csrCfg); got != "system:node:a" {
 		t.Errorf("after a new certificate the CSR client authenticated as %q", got)
 	}
+}
+
+// body GETs url with a client of cfg (its transport, so its connections,
+// are cfg's) and returns the response body.
+func body(t *testing.T, cfg *rest.Config, url string) string {
+	t.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := hc.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
