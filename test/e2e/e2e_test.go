@@ -9,13 +9,13 @@
 // containerd with the cluster's node identity.
 //
 // Tests that only touch objects of their own (a namespace(t), names that
-// carry it) call t.Parallel() first: Go runs them together, after every
-// other test, which is how the tier fits its time. A test that disturbs
-// what others share must not: killing, restarting or reconfiguring the
-// shared kubelet, restarting containerd or the API server, deleting the
-// Node, node-wide pressure or a load that others' timings would feel, or
-// assertions over everything on the node (TestStatsSummary lists every
-// running pod).
+// carry it) call t.Parallel() first: Go runs them together (hack/test.sh:
+// E2E_PARALLEL at a time), after every other test, so that their waits
+// overlap. A test that disturbs what others share must not: killing,
+// restarting or reconfiguring the shared kubelet, restarting containerd or
+// the API server, deleting the Node, node-wide pressure or a load that
+// others' timings would feel, or assertions over everything on the node
+// (TestStatsSummary lists every running pod).
 package e2e
 
 import (
