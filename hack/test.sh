@@ -119,12 +119,7 @@ if wants integration; then
 fi
 if wants e2e; then
   stage "end-to-end tests (a local cluster: etcd, kube-apiserver, controller-manager, scheduler, this kubelet)"
-  # The tests that disturb what others share (the node's kubelet, its
-  # containerd, the API server, node-wide pressure) run one at a time
-  # first; the rest call t.Parallel() and then run together, E2E_PARALLEL
-  # at a time: most of their time is waiting (certificate rotation, metrics
-  # scrapes, sync periods), not CPU.
-  tier e2e -p 1 -v -timeout 45m -parallel "${E2E_PARALLEL:-4}" ./test/e2e
+  tier e2e -p 1 -v -timeout 45m ./test/e2e
 fi
 if wants conformance; then
   stage "conformance subset (upstream e2e specs of test/conformance/subset.txt; the first run builds the suite, kube-proxy and CoreDNS: minutes)"

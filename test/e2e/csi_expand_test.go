@@ -39,7 +39,6 @@ const expansionWait = 3 * time.Minute
 // FileSystemResizeSuccessful; the container is not restarted, and the
 // stats and the metric report the new capacity.
 func TestCSIOnlineExpansion(t *testing.T) {
-	t.Parallel()
 	nodeName := node(t)
 	ctx := context.Background()
 	driver := fmt.Sprintf("mock-exp-%d.csi.gokubelet.io", time.Now().UnixNano()%100000)

@@ -340,7 +340,6 @@ func draCDISpecFile(driverName, claimUID string) string {
 // pass API validation. (Whether the kubelet takes the registration, and
 // pods with claims, is for the DRA tests proper.)
 func TestDRATestDriverPublishes(t *testing.T) {
-	t.Parallel()
 	ctx := context.Background()
 	driver := fmt.Sprintf("dra-%d.e2e.gokubelet.io", time.Now().UnixNano()%100000)
 	d := startDRATestDriver(t, driver)

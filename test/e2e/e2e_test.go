@@ -7,15 +7,6 @@
 // own), stops the node kubelet of `make cluster` if one runs, since both
 // would claim the same Node, and runs its own kubelet on the project's test
 // containerd with the cluster's node identity.
-//
-// Tests that only touch objects of their own (a namespace(t), names that
-// carry it) call t.Parallel() first: Go runs them together (hack/test.sh:
-// E2E_PARALLEL at a time), after every other test, so that their waits
-// overlap. A test that disturbs what others share must not: killing,
-// restarting or reconfiguring the shared kubelet, restarting containerd or
-// the API server, deleting the Node, node-wide pressure or a load that
-// others' timings would feel, or assertions over everything on the node
-// (TestStatsSummary lists every running pod).
 package e2e
 
 import (
@@ -346,7 +337,6 @@ func waitGone(t *testing.T, ns, name string) {
 }
 
 func TestNodeIsReadyWithItsFacts(t *testing.T) {
-	t.Parallel()
 	name := node(t)
 	ctx := context.Background()
 	n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -413,7 +403,6 @@ func TestNodeIsReadyWithItsFacts(t *testing.T) {
 }
 
 func TestDeploymentScalesUpAndDown(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -464,7 +453,6 @@ func TestDeploymentScalesUpAndDown(t *testing.T) {
 }
 
 func TestPodThatCannotFitFails(t *testing.T) {
-	t.Parallel()
 	name := node(t)
 	ns := namespace(t)
 	p := testPod("huge")
@@ -480,7 +468,6 @@ func TestPodThatCannotFitFails(t *testing.T) {
 }
 
 func TestGracefulDeletionHonoursSIGTERMAndGracePeriod(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -515,7 +502,6 @@ func TestGracefulDeletionHonoursSIGTERMAndGracePeriod(t *testing.T) {
 }
 
 func TestStaticPodHasAMirrorPod(t *testing.T) {
-	t.Parallel()
 	name := node(t)
 	ctx := context.Background()
 	manifest := `apiVersion: v1
@@ -636,7 +622,6 @@ func TestAPIServerRestartResyncs(t *testing.T) {
 }
 
 func TestActiveDeadlineEndsPodFailed(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	p := testPod("deadline")
@@ -654,7 +639,6 @@ func TestActiveDeadlineEndsPodFailed(t *testing.T) {
 }
 
 func TestKubeletRecordsEvents(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()

@@ -104,7 +104,6 @@ func waitUntil(deadline time.Time) {
 var timestamped = regexp.MustCompile(`^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z) (.*)$`)
 
 func TestKubectlLogs(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	createPod(t, ns, testPod("steady"))
@@ -232,7 +231,6 @@ echo stopping`))
 var spdy = []string{"KUBECTL_REMOTE_COMMAND_WEBSOCKETS=false", "KUBECTL_PORT_FORWARD_WEBSOCKETS=false"}
 
 func TestKubectlExec(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	createPod(t, ns, testPod("shell"))
@@ -295,7 +293,6 @@ func TestKubectlExec(t *testing.T) {
 }
 
 func TestKubectlAttach(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	for name, env := range map[string][]string{"websocket": nil, "spdy": spdy} {
@@ -317,7 +314,6 @@ func TestKubectlAttach(t *testing.T) {
 }
 
 func TestKubectlPortForward(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	createPod(t, ns, testPod("echo", "--tcp-port=9000"))

@@ -91,7 +91,6 @@ func clusterCA(t *testing.T) *framework.CA {
 }
 
 func TestKubeletAPIAuthnAndAuthz(t *testing.T) {
-	t.Parallel()
 	name := node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -203,7 +202,6 @@ func readPEMCert(t *testing.T, path string) *x509.Certificate {
 }
 
 func TestNodeJoinedThroughTLSBootstrap(t *testing.T) {
-	t.Parallel()
 	name := node(t)
 	kc, err := clientcmd.LoadFromFile(nodeKubeconfig)
 	if err != nil {
@@ -252,7 +250,6 @@ func approved(r *certificatesv1.CertificateSigningRequest) bool {
 }
 
 func TestClientCertificateRotationKeepsPodsRunning(t *testing.T) {
-	t.Parallel()
 	name := node(t)
 	ns := namespace(t)
 	ctx := context.Background()

@@ -20,7 +20,6 @@ import (
 // one hugepages-<size> resource per page size of this machine's kernel,
 // worth its pool, in capacity and in allocatable.
 func TestNodeReportsImagesAndHugePages(t *testing.T) {
-	t.Parallel()
 	name := node(t)
 	ctx := context.Background()
 	var n *v1.Node

@@ -18,7 +18,6 @@ import (
 // its containers (a sidecar included), and Get finds it, as a monitoring
 // agent reads them.
 func TestPodResourcesAPI(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	p := testPod("pr")

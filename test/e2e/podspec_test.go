@@ -132,7 +132,6 @@ func nodeObj(t *testing.T) *v1.Node {
 }
 
 func TestPodSpecEnvironment(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -260,7 +259,6 @@ func TestPodSpecEnvironment(t *testing.T) {
 }
 
 func TestPodSpecDNSAndHosts(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	script := `{ cat /etc/resolv.conf; echo "hostname=$(hostname)"; cat /etc/hosts; } > /dev/termination-log`
@@ -336,7 +334,6 @@ func TestPodSpecDNSAndHosts(t *testing.T) {
 }
 
 func TestPodSpecSecurity(t *testing.T) {
-	t.Parallel()
 	nodeName := node(t)
 	ns := namespace(t)
 	status := `grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status`
@@ -488,7 +485,6 @@ func hostDir(t *testing.T) (string, v1.Volume) {
 }
 
 func TestPodSpecLifecycleHooks(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -557,7 +553,6 @@ func TestPodSpecLifecycleHooks(t *testing.T) {
 }
 
 func TestPodSpecSidecars(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -636,7 +631,6 @@ func TestPodSpecSidecars(t *testing.T) {
 }
 
 func TestPodSpecEphemeralContainers(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -689,7 +683,6 @@ func TestPodSpecEphemeralContainers(t *testing.T) {
 }
 
 func TestPodSpecTerminationMessages(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	custom := shPod("custom", `echo -n DONE > /dev/termination-custom-log`)
@@ -721,7 +714,6 @@ func TestPodSpecTerminationMessages(t *testing.T) {
 }
 
 func TestPodSpecRuntimeClass(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -771,7 +763,6 @@ func TestPodSpecRuntimeClass(t *testing.T) {
 // at once starts and becomes Ready, and each container's readiness probe
 // checks that it sees exactly what the spec asks for.
 func TestPodSpecAllAtOnce(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -846,9 +837,10 @@ func allInOne(ns, name string, vol v1.Volume, extraCheck string) *v1.Pod {
 				PreStop:   &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", "echo " + name + " >> /host/prestop"}}},
 			},
 			// Probe timeouts of 5 s, not the default 1 s: the test checks
-			// what the containers see, and the e2e tier runs it beside
-			// other tests on 2 cores, where a probe's exec can take over a
-			// second (the sidecar's startup probe then restarted it once).
+			// what the containers see, and on a loaded 2-core machine a
+			// probe's exec can take over a second (with other tests
+			// running beside it, the sidecar's startup probe restarted it
+			// once).
 			ReadinessProbe:           &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: []string{"sh", "-c", check}}}, PeriodSeconds: 1, TimeoutSeconds: 5},
 			TerminationMessagePolicy: v1.TerminationMessageFallbackToLogsOnError,
 		}

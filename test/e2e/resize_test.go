@@ -23,7 +23,6 @@ import (
 // resources; a resize beyond the node is Infeasible; with resizePolicy
 // RestartContainer the container restarts with the new limit.
 func TestInPlaceResize(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()

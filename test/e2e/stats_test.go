@@ -99,7 +99,6 @@ func scrape(path string) (metricstest.Families, error) {
 // nothing else: one authorization mapping for the built-in and the
 // monitoring routes.
 func TestMonitoringAuthorization(t *testing.T) {
-	t.Parallel()
 	node(t)
 	for _, p := range []string{"/stats/summary", "/metrics", "/metrics/resource", "/metrics/probes", "/metrics/cadvisor", "/stats/timeline"} {
 		if code, body, err := getMonitoring(p, ""); err != nil || code != http.StatusOK {
@@ -253,7 +252,6 @@ func TestStatsSummary(t *testing.T) {
 // /metrics/probes and /metrics/cadvisor and checks names, labels and
 // plausible values.
 func TestMetricsEndpoints(t *testing.T) {
-	t.Parallel()
 	nodeName := node(t)
 	ns := namespace(t)
 	startBusyPod(t, ns)
@@ -355,7 +353,6 @@ func TestMetricsEndpoints(t *testing.T) {
 // TestKubectlTop: metrics-server scrapes the kubelet, and kubectl top
 // answers with numbers for the node and the pods on it.
 func TestKubectlTop(t *testing.T) {
-	t.Parallel()
 	nodeName := node(t)
 	ns := namespace(t)
 	startBusyPod(t, ns)
@@ -408,7 +405,6 @@ func TestKubectlTop(t *testing.T) {
 // TestPodStartupTimeline: the kubelet serves where a pod's start spent its
 // time.
 func TestPodStartupTimeline(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	p := startBusyPod(t, ns)

@@ -215,7 +215,6 @@ func targetNamespaceCleanup(t *testing.T, c kubernetes.Interface, ns string) {
 // deleted from the origin; a mock that fails creates shows it on the
 // pod; removing a node from the file removes only that node.
 func TestVirtualNodes(t *testing.T) {
-	t.Parallel()
 	real := node(t)
 	ctx := context.Background()
 
@@ -548,7 +547,6 @@ func TestVirtualNodes(t *testing.T) {
 // The provider conformance suite against the kubernetes provider, with
 // this cluster as its target (namespace pt-<ns>).
 func TestKubernetesProviderConformance(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	targetNamespaceCleanup(t, client, "pt-"+ns)
@@ -876,7 +874,6 @@ func jwtClaims(t *testing.T, token string) map[string]any {
 // from a renewal; the real copy's token is bound to the origin pod by
 // name and UID.
 func TestForgedTokenSecretMintsNothing(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ctx := context.Background()
 	ns := namespace(t)
@@ -922,7 +919,6 @@ func TestForgedTokenSecretMintsNothing(t *testing.T) {
 // pod's copy, running with an address of its own, reports no status for
 // the origin pod; deleting it fails nothing.
 func TestForgedTargetPodSpoofsNoStatus(t *testing.T) {
-	t.Parallel()
 	real := node(t)
 	ctx := context.Background()
 	ns := namespace(t)
@@ -1021,7 +1017,6 @@ func userKubeconfig(t *testing.T, user string, groups ...string) string {
 // refused what no pod of its node uses: another Secret, another pod's
 // token.
 func TestVirtualNodeIdentityIsConfined(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ctx := context.Background()
 	const vn = "vk-ident"
@@ -1087,7 +1082,6 @@ func TestVirtualNodeIdentityIsConfined(t *testing.T) {
 // the Node authorizer and NodeRestriction allow a node), and its
 // certificate is refused a Secret no pod of the node uses.
 func TestVirtualNodeBootstrapsItsOwnIdentity(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ctx := context.Background()
 	const vn = "vk-boot"
@@ -1158,7 +1152,6 @@ func TestVirtualNodeBootstrapsItsOwnIdentity(t *testing.T) {
 // Taken out of the file, the node is drained but its Node stays (no
 // kubelet's rights include deleting Nodes), and the log says why.
 func TestVirtualNodesRunWithLeastPrivilege(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ctx := context.Background()
 	const user, vn = "gokubelet:vn-least", "vk-least"

@@ -91,7 +91,6 @@ func whoAmI(t *testing.T, output string) []string {
 // service account volume (token, kube-root-ca.crt, namespace); its
 // containers call the API server with that token, verified by that CA.
 func TestServiceAccountTokenReachesTheAPIServer(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -148,7 +147,6 @@ func TestServiceAccountTokenReachesTheAPIServer(t *testing.T) {
 // subPaths; and as the node holds it under the kubelet's root dir, until
 // the pod is gone.
 func TestVolumesAsTheContainerSeesThem(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -278,7 +276,6 @@ exit $fail
 // A ConfigMap edit and a label change reach a running pod's volumes
 // without a restart.
 func TestLiveUpdatesReachTheVolume(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -346,7 +343,6 @@ func waitingFor(t *testing.T, ns, name, reason string, parts ...string) *v1.Pod 
 // planted, or ../ from a subPathExpr — is refused: the container never
 // starts, and says why.
 func TestSubPathOutsideTheVolumeIsRefused(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	pod := shellPod("escape", "cat /mnt/passwd; sleep 3600")
@@ -376,7 +372,6 @@ func TestSubPathOutsideTheVolumeIsRefused(t *testing.T) {
 // Volumes the node cannot provide, or cannot provide yet, keep the pod
 // waiting with a reason naming the volume and its type, and an event.
 func TestVolumesTheNodeCannotProvideYet(t *testing.T) {
-	t.Parallel()
 	name := node(t)
 	ns := namespace(t)
 	ctx := context.Background()
@@ -477,7 +472,6 @@ func TestVolumesTheNodeCannotProvideYet(t *testing.T) {
 // A disk-backed emptyDir that grows past its sizeLimit gets its pod
 // evicted, as upstream: Failed, reason Evicted.
 func TestEmptyDirOverItsSizeLimitIsEvicted(t *testing.T) {
-	t.Parallel()
 	node(t)
 	ns := namespace(t)
 	pod := shellPod("hog", "dd if=/dev/zero of=/scratch/f bs=1M count=4 && sleep 3600")
