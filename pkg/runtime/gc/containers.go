@@ -43,10 +43,14 @@ var DefaultContainerPolicy = ContainerPolicy{MaxPerPodContainer: 1, MaxContainer
 
 // Container is one container as the policy sees it.
 type Container struct {
-	ID        string
-	PodUID    types.UID
-	Name      string
-	Running   bool
+	ID      string
+	PodUID  types.UID
+	Name    string
+	Running bool
+	// Created: created and not started yet (CONTAINER_CREATED). The newest
+	// instance of a container in that state is one a pod worker is about
+	// to start, not a dead one.
+	Created   bool
 	CreatedAt time.Time
 	SandboxID string
 }
@@ -67,10 +71,24 @@ type PodState func(uid types.UID) (gone, terminated bool)
 // SelectContainers returns the dead containers to remove, oldest last
 // within each group, as upstream's policy: see the package doc.
 // allTerminated removes every dead container of terminated pods too.
+//
+// A container created and not yet started that is its container's newest
+// instance is not dead: its pod worker is between CreateContainer and
+// StartContainer. It neither counts toward MaxPerPodContainer nor goes,
+// unless its pod does; otherwise the collection would keep it as the
+// "newest dead instance" and remove the one that just exited, the one
+// `kubectl logs --previous` and the restart's lastState read.
 func SelectContainers(cs []Container, p ContainerPolicy, now time.Time, state PodState, allTerminated bool) []Container {
 	type key struct {
 		uid  types.UID
 		name string
+	}
+	newest := map[key]Container{}
+	for _, c := range cs {
+		k := key{c.PodUID, c.Name}
+		if n, ok := newest[k]; !ok || c.CreatedAt.After(n.CreatedAt) {
+			newest[k] = c
+		}
 	}
 	groups := map[key][]Container{}
 	var keys []key
@@ -79,6 +97,11 @@ func SelectContainers(cs []Container, p ContainerPolicy, now time.Time, state Po
 			continue
 		}
 		k := key{c.PodUID, c.Name}
+		if c.Created && newest[k].ID == c.ID {
+			if gone, terminated := state(c.PodUID); !gone && !(allTerminated && terminated) {
+				continue // about to start
+			}
+		}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -248,7 +271,8 @@ func (g *ContainerGC) collect(ctx context.Context, allTerminated bool) error {
 			name = c.GetMetadata().GetName()
 		}
 		cs = append(cs, Container{ID: c.Id, PodUID: uid, Name: name, SandboxID: c.PodSandboxId,
-			Running: c.State == runtimeapi.ContainerState_CONTAINER_RUNNING, CreatedAt: time.Unix(0, c.CreatedAt)})
+			Running: c.State == runtimeapi.ContainerState_CONTAINER_RUNNING, Created: c.State == runtimeapi.ContainerState_CONTAINER_CREATED,
+			CreatedAt: time.Unix(0, c.CreatedAt)})
 	}
 	remove := SelectContainers(cs, g.Policy, g.clock().Now(), state, allTerminated)
 	var errs []error

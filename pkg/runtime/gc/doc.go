@@ -8,7 +8,9 @@
 // pods that are gone lose everything, and so do those of terminated pods
 // when the eviction manager asks (DeleteAllUnusedContainers); with
 // MaxContainers >= 0 the oldest go until the total fits. Containers younger
-// than MinAge stay. A sandbox goes when it is not ready, holds no
+// than MinAge stay, and so does a container's newest instance while it is
+// created and not yet started (its pod worker is about to start it; taken
+// for dead, it would push out the instance that just exited). A sandbox goes when it is not ready, holds no
 // container, and is not its live pod's newest; the log directories of pods
 // that are gone go too.
 //

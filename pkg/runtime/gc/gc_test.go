@@ -22,6 +22,11 @@ func ctr(id, uid, name string, ageSec int, running bool) Container {
 	return Container{ID: id, PodUID: types.UID(uid), Name: name, Running: running, CreatedAt: t0.Add(-time.Duration(ageSec) * time.Second), SandboxID: "sb-" + uid}
 }
 
+func created(c Container) Container {
+	c.Created = true
+	return c
+}
+
 func ids(cs []Container) string {
 	var s []string
 	for _, c := range cs {
@@ -53,6 +58,15 @@ func TestSelectContainers(t *testing.T) {
 		ctr("d-1", "done", "a", 80, false),
 		ctr("young", "p2", "a", 1, false),
 		ctr("young-older", "p2", "a", 2, false),
+		// p3's main exited and its next instance is created, not started
+		// yet; p3's side has an older created instance that never
+		// started, left behind by a newer one that did.
+		created(ctr("m-next", "p3", "main", 3, false)),
+		ctr("m-exited", "p3", "main", 4, false),
+		ctr("m-older", "p3", "main", 9, false),
+		ctr("s-run", "p3", "side", 3, true),
+		created(ctr("s-stuck", "p3", "side", 5, false)),
+		created(ctr("g-next", "gone", "c", 3, false)),
 	}
 	for _, tc := range []struct {
 		name          string
@@ -61,12 +75,12 @@ func TestSelectContainers(t *testing.T) {
 		allTerminated bool
 		want          string
 	}{
-		{"default: one dead instance per container, gone pods lose all", DefaultContainerPolicy, state, false, "a-2,a-3,g-1,g-2,young-older"},
-		{"eviction reclaim: terminated pods lose all too", DefaultContainerPolicy, state, true, "a-2,a-3,d-1,g-1,g-2,young-older"},
+		{"default: one dead instance per container, gone pods lose all; an instance about to start is not dead", DefaultContainerPolicy, state, false, "a-2,a-3,g-1,g-2,g-next,m-older,young-older"},
+		{"eviction reclaim: terminated pods lose all too", DefaultContainerPolicy, state, true, "a-2,a-3,d-1,g-1,g-2,g-next,m-older,young-older"},
 		{"min age keeps young dead containers", ContainerPolicy{MinAge: 5 * time.Second, MaxPerPodContainer: 1, MaxContainers: -1}, state, false, "a-2,a-3,g-1,g-2"},
 		{"no per-container limit", ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: -1}, live, false, ""},
-		{"total limit: one per group, then the oldest", ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: 4}, live, false, "a-2,a-3,d-1,g-2,young-older"},
-		{"zero per container", ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1}, live, false, "a-1,a-2,a-3,b-1,d-1,g-1,g-2,young,young-older"},
+		{"total limit: one per group, then the oldest", ContainerPolicy{MaxPerPodContainer: -1, MaxContainers: 6}, live, false, "a-2,a-3,d-1,g-2,m-older,young-older"},
+		{"zero per container", ContainerPolicy{MaxPerPodContainer: 0, MaxContainers: -1}, live, false, "a-1,a-2,a-3,b-1,d-1,g-1,g-2,m-exited,m-older,s-stuck,young,young-older"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := SelectContainers(cs, tc.policy, t0, tc.state, tc.allTerminated)
