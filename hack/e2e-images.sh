@@ -29,6 +29,9 @@ set -euo pipefail
 E2E=registry.k8s.io/e2e-test-images
 # The tags of the pinned version's test/utils/image/manifest.go (initImageConfigs).
 AGNHOST_TAG=2.66.1
+AGNHOST_PREV_TAG=2.55  # AgnhostPrev: the image before an update (StatefulSet, Deployment, kubectl apply)
+KITTEN_TAG=1.8         # Kitten and Nautilus: kubectl's Update Demo
+NAUTILUS_TAG=1.8
 BUSYBOX_TAG=1.37.0-2
 NONROOT_TAG=1.5
 NONEWPRIVS_TAG=1.4
@@ -38,6 +41,9 @@ GLIBC_DNS_TAG=2.1.1    # GlibcDnsTesting: debian:bookworm-slim with dnsutils
 # name:tag of each image the conformance specs use.
 IMAGES=(
   "$E2E/agnhost:$AGNHOST_TAG"
+  "$E2E/agnhost:$AGNHOST_PREV_TAG"
+  "$E2E/kitten:$KITTEN_TAG"
+  "$E2E/nautilus:$NAUTILUS_TAG"
   "$E2E/busybox:$BUSYBOX_TAG"
   "$E2E/nonroot:$NONROOT_TAG"
   "$E2E/nonewprivs:$NONEWPRIVS_TAG"
@@ -211,6 +217,32 @@ build_agnhost() {
     --config.exposedports 9376/tcp --config.exposedports 5000/tcp
 }
 
+# agnhost:2.55 (AgnhostPrev): upstream's is agnhost 2.55, an older build of
+# the same program; the specs use it as the image a rollout starts from and
+# run the commands both versions have (test-webserver, pause, netexec). No
+# served k8s.io/kubernetes release carries 2.55 (v1.34.4 has 2.56), so it is
+# the agnhost image above under its own name, with its own image ID (the
+# AGNHOST_IMAGE environment differs), as two upstream tags are two images.
+build_agnhost_prev() {
+  oci_image agnhost "$AGNHOST_PREV_TAG" "$work/agnhost.rootfs" "$work/agnhost-$AGNHOST_PREV_TAG.tar" \
+    --config.entrypoint /agnhost --config.cmd pause --config.env "$PATH_ENV" --config.env "AGNHOST_IMAGE=$AGNHOST_PREV_TAG" \
+    --config.exposedports 80/tcp --config.exposedports 8080/tcp --config.exposedports 8081/tcp \
+    --config.exposedports 9376/tcp --config.exposedports 5000/tcp
+}
+
+# kitten and nautilus: upstream's are the agnhost image with kitten.jpg (or
+# nautilus.jpg) and data.json in /, command test-webserver (serving /). The
+# files are upstream's, from test/images/<name>/html at the pinned version.
+build_demo() {
+  local name=$1 tag=$2 r=$work/$1.rootfs html
+  html=$(go env GOMODCACHE)/k8s.io/kubernetes@$KUBE_VERSION/test/images/$name/html
+  rm -rf "$r" && cp -a "$work/agnhost.rootfs" "$r"
+  install -m 0644 "$html/$name.jpg" "$html/data.json" "$r/"
+  oci_image "$name" "$tag" "$r" "$work/$name-$tag.tar" \
+    --config.entrypoint /agnhost --config.cmd test-webserver --config.env "$PATH_ENV" \
+    --config.exposedports 80/tcp
+}
+
 # busybox: upstream is Docker's busybox:1.37.0 (every applet in /bin, cmd sh).
 build_busybox() {
   local r=$work/busybox.rootfs
@@ -280,6 +312,9 @@ build_glibc_dns() {
 build() {
   echo "e2e-images: building ${#IMAGES[@]} images into $work" >&2
   build_agnhost
+  build_agnhost_prev
+  build_demo kitten "$KITTEN_TAG"
+  build_demo nautilus "$NAUTILUS_TAG"
   build_busybox
   build_nonroot
   build_nonewprivs
