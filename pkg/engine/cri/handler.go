@@ -12,6 +12,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
+	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -165,6 +166,18 @@ func (e *Engine) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.P
 	e.reasons.remove(uid)
 	e.onPodRemoved(uid, pod)
 	return nil
+}
+
+var _ podworkers.Restarter = (*Engine)(nil)
+
+// PodRestarting implements podworkers.Restarter: a pod back in its source
+// under its UID starts again from a clean slate: the earlier run's final
+// status and waiting reasons are dropped (its exited containers stay in the
+// runtime, so restart counts go on), and its mirror pod is reconciled.
+func (e *Engine) PodRestarting(uid types.UID) {
+	e.core.Status().RemovePod(uid)
+	e.reasons.remove(uid)
+	e.core.TriggerMirrors()
 }
 
 // inspect reads a pod from the runtime and records it with the PLEG.

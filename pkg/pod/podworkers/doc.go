@@ -21,6 +21,10 @@
 //     grace period can only shrink once termination started;
 //   - a pod is never started while another pod with the same full name
 //     (namespace/name, e.g. an edited static pod) is still terminating;
+//   - a pod that left its source and comes back under the same UID (a
+//     static pod's manifest removed and written back) runs again once its
+//     earlier run has terminated, keeping its exited containers (restart
+//     counts go on), as upstream's kubelet does;
 //   - every pod is re-synced at least every resync interval, and at the
 //     time a handler asks for (back-off expiry), without a central ticker.
 //

@@ -81,6 +81,17 @@ type Handler interface {
 	SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.Pod, removed bool) error
 }
 
+// Restarter is a Handler that runs a pod again under the UID of one that
+// left its source and came back before its worker had finished with it: a
+// static pod whose manifest was removed and written back (its UID is the
+// hash of the manifest). The earlier run is stopped and released as usual
+// (SyncTerminatedPod with removed false: its exited containers stay, so
+// the restart counts go on, as upstream's do); then PodRestarting drops
+// what records that run as final, and SyncPod starts the pod again.
+type Restarter interface {
+	PodRestarting(uid types.UID)
+}
+
 // Options tune the workers.
 type Options struct {
 	// Resync is how often a pod is re-synced when nothing happens.
@@ -122,9 +133,12 @@ type podState struct {
 	// value of remove).
 	cleaned bool
 
-	killGrace        *int64
-	killStatus       func(*v1.PodStatus)
-	remove           bool
+	killGrace  *int64
+	killStatus func(*v1.PodStatus)
+	remove     bool
+	// readded: the pod came back to its source (same UID) after it left;
+	// once terminated it runs again instead of being forgotten.
+	readded          bool
 	terminatingSince time.Time
 	errCount         int
 
@@ -205,10 +219,18 @@ func (w *Workers) UpdatePod(u Update) {
 	case UpdateSync:
 		if ps.state != Syncing {
 			// A terminating or terminated pod never runs again; its
-			// spec is kept for the status only.
+			// spec is kept for the status only. One that had left its
+			// source and is back runs again once it has stopped.
+			if ps.remove && u.Pod != nil && !ps.readded {
+				ps.readded = true
+				w.markDirty(ps)
+			}
 			return
 		}
 	case UpdateKill:
+		if u.Remove {
+			ps.readded = false
+		}
 		if u.Remove && !ps.remove {
 			ps.remove = true
 			ps.cleaned = false
@@ -285,7 +307,7 @@ func (w *Workers) step(ctx context.Context, ps *podState) bool {
 	ps.working = true
 	w.inflight.Add(1)
 	defer w.inflight.Done()
-	state, pod, running, remove := ps.state, ps.pod, ps.running, ps.remove
+	state, pod, running, remove, readded := ps.state, ps.pod, ps.running, ps.remove, ps.readded
 	grace := remainingGrace(ps.killGrace, ps.terminatingSince, w.opts.Clock.Now())
 	statusFn := ps.killStatus
 	var syncCtx context.Context
@@ -322,6 +344,24 @@ func (w *Workers) step(ctx context.Context, ps *podState) bool {
 			w.wakeNamesakes(ps)
 		}
 	case Terminated:
+		if remove && readded {
+			if err = w.handler.SyncTerminatedPod(ctx, ps.uid, pod, false); err == nil {
+				if r, ok := w.handler.(Restarter); ok {
+					r.PodRestarting(ps.uid)
+				}
+			}
+			w.mu.Lock()
+			if err == nil {
+				if ps.readded {
+					logger.V(2).Info("Pod is back in its source under the same UID, starting it again")
+					w.restart(ps)
+				} else {
+					// It left again meanwhile: release it as removed.
+					ps.dirty = true
+				}
+			}
+			break
+		}
 		err = w.handler.SyncTerminatedPod(ctx, ps.uid, pod, remove)
 		w.mu.Lock()
 		if err == nil && ps.remove == remove {
@@ -350,6 +390,21 @@ func (w *Workers) step(ctx context.Context, ps *podState) bool {
 	}
 	w.mu.Unlock()
 	return true
+}
+
+// restart makes a terminated pod's state that of a new pod to sync (its
+// latest spec is kept). Caller holds w.mu.
+func (w *Workers) restart(ps *podState) {
+	ps.state = Syncing
+	ps.started = false
+	ps.cleaned = false
+	ps.remove = false
+	ps.readded = false
+	ps.killGrace = nil
+	ps.killStatus = nil
+	ps.terminatingSince = time.Time{}
+	ps.running = nil
+	ps.dirty = true
 }
 
 // schedule arms the pod's timer for its next visit. Caller holds w.mu.

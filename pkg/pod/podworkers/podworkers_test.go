@@ -226,6 +226,76 @@ func TestTerminalPodStopsThenRemovalForgetsIt(t *testing.T) {
 	}
 }
 
+func (f *fakeHandler) PodRestarting(uid types.UID) {
+	f.record(call{kind: "restarting", uid: uid})
+}
+
+func TestPodBackUnderItsUIDRunsAgain(t *testing.T) {
+	f := newFake()
+	gate := make(chan struct{})
+	f.gate["terminating"] = gate
+	w, _, cancel := newWorkers(f)
+	defer cancel()
+
+	w.UpdatePod(Update{Type: UpdateSync, Pod: pod("a", "p", "1")})
+	if c := f.next(t); c.kind != "sync" {
+		t.Fatalf("got %+v, want sync", c)
+	}
+	// The manifest is removed, and written back while the pod stops.
+	w.UpdatePod(Update{Type: UpdateKill, Pod: pod("a", "p", "1"), Remove: true})
+	if c := f.next(t); c.kind != "terminating" {
+		t.Fatalf("got %+v, want terminating", c)
+	}
+	w.UpdatePod(Update{Type: UpdateSync, Pod: pod("a", "p", "2")})
+	close(gate)
+	// Released without removing its runtime objects, then run again with
+	// the spec it came back with.
+	for _, want := range []call{{kind: "terminated", uid: "a"}, {kind: "restarting", uid: "a"}, {kind: "sync", uid: "a", version: "2"}} {
+		if c := f.next(t); c.kind != want.kind || c.removed != want.removed || c.version != want.version {
+			t.Fatalf("got %+v, want %+v", c, want)
+		}
+	}
+	f.noCall(t, w)
+	if pi, ok := w.Get("a"); !ok || pi.State != Syncing {
+		t.Fatalf("pod a: %+v %v, want syncing", pi, ok)
+	}
+
+	// Removed again for good: stopped, removed and forgotten.
+	w.UpdatePod(Update{Type: UpdateKill, Pod: pod("a", "p", "2"), Remove: true})
+	for _, want := range []call{{kind: "terminating", uid: "a"}, {kind: "terminated", uid: "a", removed: true}} {
+		if c := f.next(t); c.kind != want.kind || c.removed != want.removed {
+			t.Fatalf("got %+v, want %+v", c, want)
+		}
+	}
+	waitIdle(t, w)
+	if _, ok := w.Get("a"); ok {
+		t.Fatalf("removed pod still has a worker")
+	}
+}
+
+func TestPodBackThenGoneAgainIsRemoved(t *testing.T) {
+	f := newFake()
+	gate := make(chan struct{})
+	f.gate["terminating"] = gate
+	w, _, cancel := newWorkers(f)
+	defer cancel()
+
+	w.UpdatePod(Update{Type: UpdateSync, Pod: pod("a", "p", "1")})
+	f.next(t)
+	w.UpdatePod(Update{Type: UpdateKill, Pod: pod("a", "p", "1"), Remove: true})
+	f.next(t) // terminating, held
+	w.UpdatePod(Update{Type: UpdateSync, Pod: pod("a", "p", "1")})
+	w.UpdatePod(Update{Type: UpdateKill, Pod: pod("a", "p", "1"), Remove: true})
+	close(gate)
+	if c := f.next(t); c.kind != "terminated" || !c.removed {
+		t.Fatalf("got %+v, want terminated with removal", c)
+	}
+	f.noCall(t, w)
+	if _, ok := w.Get("a"); ok {
+		t.Fatalf("removed pod still has a worker")
+	}
+}
+
 func TestNamesakeWaitsForTermination(t *testing.T) {
 	f := newFake()
 	release := make(chan struct{})

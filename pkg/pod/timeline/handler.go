@@ -93,6 +93,23 @@ func (d *handler) SyncTerminatedPod(ctx context.Context, uid types.UID, pod *v1.
 	return err
 }
 
+var _ podworkers.Restarter = (*handler)(nil)
+
+// PodRestarting implements podworkers.Restarter: the pod's timeline starts
+// again, and its next sync counts as a pod restarted under its UID.
+func (d *handler) PodRestarting(uid types.UID) {
+	d.t.Forget(uid)
+	d.mu.Lock()
+	if d.synced[uid] {
+		delete(d.synced, uid)
+		d.remember(uid, d.t.clock.Now())
+	}
+	d.mu.Unlock()
+	if r, ok := d.h.(podworkers.Restarter); ok {
+		r.PodRestarting(uid)
+	}
+}
+
 // remember notes a removed pod's UID, forgetting the oldest beyond
 // maxRemembered. Caller holds d.mu.
 func (d *handler) remember(uid types.UID, at time.Time) {
