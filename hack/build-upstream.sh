@@ -8,6 +8,9 @@
 #   kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet kubectl
 #                the commands of k8s.io/kubernetes (cmd/<name>)
 #   e2e.test     the upstream end-to-end suite (go test -c k8s.io/kubernetes/test/e2e)
+#   e2e_node.test  the upstream node end-to-end suite (go test -c
+#                k8s.io/kubernetes/test/e2e_node): it runs its own etcd and API
+#                server and starts the kubelet binary of --k8s-bin-dir
 #   ginkgo       the suite's runner, at the version k8s.io/kubernetes's go.mod pins
 #   agnhost      the e2e test image binary (test/images/agnhost, main.Version set
 #                from its VERSION file as upstream's Makefile does)
@@ -37,6 +40,7 @@ pkg() {
   case $1 in
     kube-apiserver | kube-controller-manager | kube-scheduler | kube-proxy | kubelet | kubectl) echo "k8s.io/kubernetes/cmd/$1" ;;
     e2e.test) echo "k8s.io/kubernetes/test/e2e" ;;
+    e2e_node.test) echo "k8s.io/kubernetes/test/e2e_node" ;;
     ginkgo) echo "github.com/onsi/ginkgo/v2/ginkgo" ;;
     agnhost | nonewprivs | sample-device-plugin) echo "k8s.io/kubernetes/test/images/$1" ;;
     csi-mock) echo "upstreamwrapper/csimock" ;;
@@ -86,6 +90,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubectl"
 	_ "k8s.io/kubernetes/cmd/kubelet"
 	_ "k8s.io/kubernetes/test/e2e"
+	_ "k8s.io/kubernetes/test/e2e_node"
 	_ "k8s.io/kubernetes/test/images/agnhost"
 	_ "k8s.io/kubernetes/test/images/nonewprivs"
 	_ "k8s.io/kubernetes/test/images/sample-device-plugin"
@@ -132,7 +137,7 @@ for b in "${missing[@]}"; do
   echo "building upstream $b $KUBE_VERSION (first build takes minutes; cached afterwards)"
   start=$SECONDS
   case $b in
-    e2e.test)
+    e2e.test | e2e_node.test)
       (cd "$wrap" && CGO_ENABLED=0 go test -c -mod=mod -trimpath -ldflags "$ldflags" -o "$out/$b.tmp" "$p") ;;
     agnhost)
       srcdir=$(cd "$wrap" && go list -mod=mod -f '{{.Dir}}' "$p")

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Upstream's node end-to-end suite (k8s.io/kubernetes/test/e2e_node) against
+# a kubelet binary, as upstream gates its own kubelet: e2e_node.test runs its
+# own etcd and API server in-process and starts the kubelet binary found
+# beside it itself (upstream's --k8s-bin-dir mode; no systemd here, so as a
+# child process). Called by hack/conformance.sh
+# for CONFORMANCE_SET=node-e2e and node-e2e-serial; see
+# docs/conformance-run.md.
+#
+# Environment (as hack/conformance.sh):
+#   CONFORMANCE_KUBELET   ours (default) | upstream (kubelet KUBE_VERSION)
+#   CONFORMANCE_SET       node-e2e: [NodeConformance] without [Serial], [Slow],
+#                           [Disruptive], [Flaky]
+#                         node-e2e-serial: the [Serial] groups that fit two
+#                           cores (eviction, restart, summary, resource usage,
+#                           density, device plugin, pod resources, DRA)
+#   CONFORMANCE_FOCUS     a regular expression narrowing the set (a trial run;
+#                         such a run writes no report)
+#   CONFORMANCE_PROCS     ginkgo processes (default 4; 1 for the serial set)
+#   CONFORMANCE_TIMEOUT   ginkgo suite timeout (default 3h)
+#
+# The suite's API server listens on 127.0.0.1:6443 and its kubelet on the
+# standard ports with root /var/lib/kubelet, so the local cluster (control
+# plane and node) is stopped first; `make cluster` brings it back. The
+# kubelet runs on its own containerd instance, node-e2e, with the local and
+# e2e images imported (no registry is reachable: --prepull-images=false).
+#
+# Writes test/conformance/results/<set>.<kubelet>.json and
+# docs/conformance-<set>.md; logs, the JUnit report and the kubelet's log
+# stay in _output/conformance/<set>-<kubelet>/.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
+gk_require_root
+cd "$GK_REPO_ROOT"
+
+KIND=${CONFORMANCE_KUBELET:-ours}
+SET=${CONFORMANCE_SET:-node-e2e}
+TIMEOUT=${CONFORMANCE_TIMEOUT:-3h}
+TRIAL=${CONFORMANCE_FOCUS:-}
+case $KIND in
+  ours) WHO="our kubelet" ;;
+  upstream) WHO="the upstream kubelet $KUBE_VERSION" ;;
+  *) gk_die "CONFORMANCE_KUBELET must be ours or upstream, not '$KIND'" ;;
+esac
+case $SET in
+  node-e2e)
+    FOCUS='\[NodeConformance\]'
+    SKIP='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
+    SET_DOC="upstream's node e2e suite (e2e_node.test), the [NodeConformance] specs that may run in parallel"
+    PROCS=${CONFORMANCE_PROCS:-4} ;;
+  node-e2e-serial)
+    FOCUS='\[Serial\].*(\[Feature:Eviction\]|ContainerRestart|Summary API|Resource-usage|Density \[Serial\].*10 pods|Device Plugin|PodResources|DRA)|(\[Feature:Eviction\]|ContainerRestart|Summary API|Resource-usage|Device Plugin|PodResources|DRA).*\[Serial\]'
+    SKIP='\[Disruptive\]|\[Flaky\]'
+    SET_DOC="upstream's node e2e suite (e2e_node.test), the [Serial] groups that fit two cores"
+    PROCS=${CONFORMANCE_PROCS:-1} ;;
+  *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e or node-e2e-serial, not '$SET'" ;;
+esac
+[ -z "$TRIAL" ] || FOCUS=$TRIAL
+
+BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin
+EXCLUSIONS=test/conformance/exclusions-node-e2e.txt
+RESULTS_DIR=test/conformance/results
+OUT=$GK_OUTPUT/conformance/$SET-$KIND
+[ -z "$TRIAL" ] || OUT=$GK_OUTPUT/conformance/$SET-trial-$KIND
+INST=node-e2e
+LOCK=/run/gokubelet/cluster.lock
+ROOT=/var/lib/kubelet
+
+T0=$SECONDS
+stage_name="" stage_start=$SECONDS
+stage() {
+  [ -z "$stage_name" ] || echo "[node-e2e]    (took $((SECONDS - stage_start))s)"
+  stage_name=$1 stage_start=$SECONDS
+  echo "[node-e2e] == $1"
+}
+note() { echo "[node-e2e]    $*"; }
+
+cleanup() {
+  local rc=$?
+  # The suite stops its kubelet; one left behind by a killed suite is
+  # stopped here (it runs the binary of --k8s-bin-dir).
+  pkill -TERM -f "^$KBIN_DIR/kubelet " 2>/dev/null || true
+  if [ -n "${CLEAN_INSTANCE:-}" ]; then
+    hack/containerd.sh down "$INST" >/dev/null 2>&1 || gk_warn "hack/containerd.sh down $INST failed"
+    gk_umount_under "$ROOT" || true
+  fi
+  exit "$rc"
+}
+KBIN_DIR=$OUT/k8s-bin
+trap cleanup EXIT
+
+mkdir -p /run/gokubelet "$OUT"
+exec 9>"$LOCK"
+if ! flock -n 9; then
+  note "waiting for $LOCK (another user of the cluster's node identity, e.g. the e2e tier)"
+  flock 9
+fi
+echo "[node-e2e] upstream node e2e suite $KUBE_VERSION, set $SET${TRIAL:+ (trial focus $TRIAL)}, $WHO; output in $OUT"
+
+stage "dependencies (Debian packages, only the missing ones)"
+hack/install-deps.sh 9>&-
+
+stage "upstream binaries: e2e_node.test, ginkgo$([ "$KIND" = upstream ] && echo ", kubelet") (built once, cached by version)"
+targets=(e2e_node.test ginkgo agnhost nonewprivs)
+[ "$KIND" = upstream ] && targets+=(kubelet)
+hack/build-upstream.sh "${targets[@]}" 9>&- | sed 's/^/[node-e2e]    /'
+commit=$(git rev-parse --short HEAD)
+git diff --quiet HEAD -- cmd pkg go.mod go.sum 2>/dev/null || commit="$commit+dirty"
+mkdir -p "$OUT/bin"
+go build -o "$OUT/bin/scoreboard" ./test/conformance/scoreboard
+# The kubelet under test, named kubelet, beside the suite's binary: that is
+# where e2e_node.test looks first (the --k8s-bin-dir of upstream's local
+# runner names that directory; the suite itself has no such flag).
+rm -rf "$KBIN_DIR" && mkdir -p "$KBIN_DIR"
+if [ "$KIND" = ours ]; then
+  go build -o "$KBIN_DIR/kubelet" ./cmd/kubelet
+else
+  cp "$BIN/kubelet" "$KBIN_DIR/kubelet"
+fi
+ln -s "$BIN/e2e_node.test" "$KBIN_DIR/e2e_node.test"
+
+stage "stopping the local cluster (its API server and kubelet hold the suite's ports; make cluster brings it back)"
+hack/node.sh down >/dev/null 9>&- || true
+hack/cluster.sh down >/dev/null 9>&- || true
+
+stage "containerd instance '$INST' with the local and e2e images"
+gk_instance "$INST"
+CLEAN_INSTANCE=1
+hack/containerd.sh down "$INST" >/dev/null 9>&-
+gk_umount_under "$ROOT" || gk_die "leftover mounts under $ROOT"
+rm -rf --one-file-system "$ROOT"
+hack/containerd.sh up "$INST" 9>&-
+hack/images.sh "$INST" 9>&-
+hack/e2e-images.sh "$INST" 9>&- 2>&1 | sed 's/^/[node-e2e]    /'
+
+# The base configuration: upstream's test/e2e_node/jenkins/default-kubelet-config.yaml
+# (the suite's own defaults), plus what these machines need: cgroupfs on
+# cgroup v1 (failCgroupV1: false, which ours defaults to) and no swap check.
+cat >"$OUT/kubelet-config.yaml" <<EOF
+# Written by hack/node-e2e.sh.
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cgroupRoot: /
+failCgroupV1: false
+failSwapOn: false
+podCIDR: "10.100.0.0/24"
+volumeStatsAggPeriod: 10s
+fileCheckFrequency: 10s
+evictionPressureTransitionPeriod: 30s
+evictionHard:
+  memory.available: 250Mi
+  nodefs.available: 10%
+  nodefs.inodesFree: 5%
+evictionMinimumReclaim:
+  nodefs.available: 5%
+  nodefs.inodesFree: 5%
+serializeImagePulls: false
+EOF
+
+ginkgo_args=(--procs="$PROCS" --timeout="$TIMEOUT" --no-color --silence-skips --focus="$FOCUS" --skip="$SKIP")
+if [ -z "$TRIAL" ] && [ -f "$EXCLUSIONS" ]; then
+  while read -r re; do ginkgo_args+=(--skip="$re"); done < <("$OUT/bin/scoreboard" regexp -exclusions "$EXCLUSIONS")
+fi
+rm -rf "$OUT/report" "$OUT/work"
+mkdir -p "$OUT/report" "$OUT/work"
+test_args=(
+  --container-runtime-endpoint="unix://$GK_CTRD_SOCK"
+  --prepull-images=false
+  --kubelet-config-file="$OUT/kubelet-config.yaml"
+  --report-dir="$OUT/report"
+  --node-name="$(hostname)"
+)
+
+# The suite runs the kubelet under systemd-run whenever that program is on
+# PATH, systemd running or not; here it is installed but systemd is not PID
+# 1, so its start fails. The suite's own branch for hosts without systemd
+# runs the kubelet as a child: give the suite a PATH whose /usr/bin (and
+# /bin, a link to it) lacks systemd-run and systemctl.
+nosd=$OUT/usr-bin-without-systemd-run
+if [ -d /run/systemd/system ]; then
+  suite_path=$PATH
+else
+  rm -rf "$nosd" && mkdir -p "$nosd"
+  for f in /usr/bin/*; do
+    case ${f##*/} in systemd-run | systemctl) continue ;; esac
+    ln -s "$f" "$nosd/${f##*/}"
+  done
+  suite_path=$(tr ':' '\n' <<<"$PATH" | sed "s#^/usr/bin\$#$nosd#; s#^/bin\$#$nosd#" | paste -sd:)
+fi
+
+stage "running the suite, $PROCS ginkgo processes (log: $OUT/ginkgo.log)"
+start_run=$SECONDS
+set +e
+# The suite writes its kubeconfig and token file into its working directory.
+(cd "$OUT/work" && PATH=$suite_path "$BIN/ginkgo" "${ginkgo_args[@]}" "$KBIN_DIR/e2e_node.test" -- "${test_args[@]}") >"$OUT/ginkgo.log" 2>&1 9>&-
+ginkgo_rc=$?
+set -e
+wall=$((SECONDS - start_run))
+note "ginkgo exited with $ginkgo_rc after $((wall / 60))m$((wall % 60))s"
+junit=$(ls "$OUT"/report/junit*.xml 2>/dev/null | head -n 1)
+[ -n "$junit" ] && [ -s "$junit" ] || { tail -n 40 "$OUT/ginkgo.log" >&2; gk_die "no JUnit report in $OUT/report: the suite did not run; log: $OUT/ginkgo.log"; }
+
+stage "cleaning up: containerd '$INST'"
+pkill -TERM -f "^$KBIN_DIR/kubelet " 2>/dev/null || true
+hack/containerd.sh down "$INST" >/dev/null 9>&-
+gk_umount_under "$ROOT" || true
+CLEAN_INSTANCE=""
+
+if [ -n "$TRIAL" ]; then
+  "$OUT/bin/scoreboard" record -junit "$junit" -set "$SET-trial" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
+    -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -out "$OUT/results.json" | sed 's/^/[node-e2e]    /'
+  echo "[node-e2e] trial run done in $(((SECONDS - T0) / 60))m$(((SECONDS - T0) % 60))s: no report written (results: $OUT/results.json)"
+  exit 0
+fi
+stage "recording the results"
+mkdir -p "$RESULTS_DIR"
+excl=()
+[ -f "$EXCLUSIONS" ] && excl=(-exclusions "$EXCLUSIONS")
+"$OUT/bin/scoreboard" record -junit "$junit" -set "$SET" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
+  "${excl[@]}" -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" \
+  -out "$RESULTS_DIR/$SET.$KIND.json" | sed 's/^/[node-e2e]    /'
+"$OUT/bin/scoreboard" report -set "$SET" -set-doc "$SET_DOC" -results-dir "$RESULTS_DIR" -out "docs/conformance-$SET.md"
+echo "[node-e2e] wrote docs/conformance-$SET.md and $RESULTS_DIR/$SET.$KIND.json in $(((SECONDS - T0) / 60))m$(((SECONDS - T0) % 60))s"
