@@ -16,6 +16,10 @@
 #                           density, device plugin, pod resources, DRA)
 #   CONFORMANCE_FOCUS     a regular expression narrowing the set (a trial run;
 #                         such a run writes no report)
+#   CONFORMANCE_SUBSET    FILE: run exactly the specs FILE lists (one full name a
+#                         line) and fail unless every one passes; writes no
+#                         report (the node-e2e tier of hack/test.sh uses
+#                         test/conformance/subset-node-e2e.txt)
 #   CONFORMANCE_PROCS     ginkgo processes (default 4; 1 for the serial set)
 #   CONFORMANCE_TIMEOUT   ginkgo suite timeout (default 3h)
 #
@@ -38,6 +42,7 @@ KIND=${CONFORMANCE_KUBELET:-ours}
 SET=${CONFORMANCE_SET:-node-e2e}
 TIMEOUT=${CONFORMANCE_TIMEOUT:-3h}
 TRIAL=${CONFORMANCE_FOCUS:-}
+SUBSET=${CONFORMANCE_SUBSET:-}
 case $KIND in
   ours) WHO="our kubelet" ;;
   upstream) WHO="the upstream kubelet $KUBE_VERSION" ;;
@@ -57,12 +62,16 @@ case $SET in
   *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e or node-e2e-serial, not '$SET'" ;;
 esac
 [ -z "$TRIAL" ] || FOCUS=$TRIAL
+[ -z "$SUBSET" ] || [ -f "$SUBSET" ] || gk_die "CONFORMANCE_SUBSET: $SUBSET not found"
+# Ginkgo matches focus and skip against "<suite description> <spec text>".
+SUITE="E2eNode Suite"
 
 BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin
 EXCLUSIONS=test/conformance/exclusions-node-e2e.txt
 RESULTS_DIR=test/conformance/results
 OUT=$GK_OUTPUT/conformance/$SET-$KIND
 [ -z "$TRIAL" ] || OUT=$GK_OUTPUT/conformance/$SET-trial-$KIND
+[ -z "$SUBSET" ] || OUT=$GK_OUTPUT/conformance/$SET-subset-$KIND
 INST=node-e2e
 LOCK=/run/gokubelet/cluster.lock
 ROOT=/var/lib/kubelet
@@ -96,7 +105,9 @@ if ! flock -n 9; then
   note "waiting for $LOCK (another user of the cluster's node identity, e.g. the e2e tier)"
   flock 9
 fi
-echo "[node-e2e] upstream node e2e suite $KUBE_VERSION, set $SET${TRIAL:+ (trial focus $TRIAL)}, $WHO; output in $OUT"
+what="set $SET${TRIAL:+ (trial focus $TRIAL)}"
+[ -z "$SUBSET" ] || what="the $(grep -cv '^\s*\(#\|$\)' "$SUBSET") specs of $SUBSET"
+echo "[node-e2e] upstream node e2e suite $KUBE_VERSION, $what, $WHO; output in $OUT"
 
 stage "dependencies (Debian packages, only the missing ones)"
 hack/install-deps.sh 9>&-
@@ -159,9 +170,14 @@ evictionMinimumReclaim:
 serializeImagePulls: false
 EOF
 
-ginkgo_args=(--procs="$PROCS" --timeout="$TIMEOUT" --no-color --silence-skips --focus="$FOCUS" --skip="$SKIP")
-if [ -z "$TRIAL" ] && [ -f "$EXCLUSIONS" ]; then
-  while read -r re; do ginkgo_args+=(--skip="$re"); done < <("$OUT/bin/scoreboard" regexp -exclusions "$EXCLUSIONS")
+if [ -n "$SUBSET" ]; then
+  FOCUS=$("$OUT/bin/scoreboard" regexp -suite "$SUITE" -names "$SUBSET")
+  SKIP=""
+fi
+ginkgo_args=(--procs="$PROCS" --timeout="$TIMEOUT" --no-color --silence-skips --focus="$FOCUS")
+[ -z "$SKIP" ] || ginkgo_args+=(--skip="$SKIP")
+if [ -z "$TRIAL$SUBSET" ] && [ -f "$EXCLUSIONS" ]; then
+  while read -r re; do ginkgo_args+=(--skip="$re"); done < <("$OUT/bin/scoreboard" regexp -suite "$SUITE" -exclusions "$EXCLUSIONS")
 fi
 rm -rf "$OUT/report" "$OUT/work"
 mkdir -p "$OUT/report" "$OUT/work"
@@ -208,8 +224,19 @@ hack/containerd.sh down "$INST" >/dev/null 9>&-
 gk_umount_under "$ROOT" || true
 CLEAN_INSTANCE=""
 
+if [ -n "$SUBSET" ]; then
+  "$OUT/bin/scoreboard" record -junit "$junit" -suite "$SUITE" -set subset -kubelet "$KIND" -focus "$FOCUS" \
+    -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -out "$OUT/results.json" | sed 's/^/[node-e2e]    /'
+  stage "checking that every spec of $SUBSET passed"
+  set +e
+  "$OUT/bin/scoreboard" check -results "$OUT/results.json" -names "$SUBSET" | sed 's/^/[node-e2e]    /'
+  rc=${PIPESTATUS[0]}
+  set -e
+  echo "[node-e2e] done in $(((SECONDS - T0) / 60))m$(((SECONDS - T0) % 60))s"
+  exit "$rc"
+fi
 if [ -n "$TRIAL" ]; then
-  "$OUT/bin/scoreboard" record -junit "$junit" -set "$SET-trial" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
+  "$OUT/bin/scoreboard" record -junit "$junit" -suite "$SUITE" -set "$SET-trial" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
     -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -out "$OUT/results.json" | sed 's/^/[node-e2e]    /'
   echo "[node-e2e] trial run done in $(((SECONDS - T0) / 60))m$(((SECONDS - T0) % 60))s: no report written (results: $OUT/results.json)"
   exit 0
@@ -218,7 +245,7 @@ stage "recording the results"
 mkdir -p "$RESULTS_DIR"
 excl=()
 [ -f "$EXCLUSIONS" ] && excl=(-exclusions "$EXCLUSIONS")
-"$OUT/bin/scoreboard" record -junit "$junit" -set "$SET" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
+"$OUT/bin/scoreboard" record -junit "$junit" -suite "$SUITE" -set "$SET" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
   "${excl[@]}" -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" \
   -out "$RESULTS_DIR/$SET.$KIND.json" | sed 's/^/[node-e2e]    /'
 "$OUT/bin/scoreboard" report -set "$SET" -set-doc "$SET_DOC" -results-dir "$RESULTS_DIR" -out "docs/conformance-$SET.md"

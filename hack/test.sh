@@ -12,14 +12,19 @@
 #   conformance   the upstream e2e specs of test/conformance/subset.txt (specs
 #                 this kubelet passes) against it on the local cluster, with
 #                 hack/conformance.sh; the full run is `make conformance`
+#   node-e2e      the specs of upstream's node e2e suite listed in
+#                 test/conformance/subset-node-e2e.txt, with hack/node-e2e.sh:
+#                 e2e_node.test starts this kubelet itself (it stops the
+#                 local cluster, whose ports it needs)
 #
 # Nothing is skipped: tests that need containerd get its endpoint. Each stage
 # prints a progress line with its duration, so a newcomer sees where the time
-# goes. TEST_TIERS selects tiers (default "unit integration e2e conformance");
+# goes. TEST_TIERS selects tiers (default "unit integration e2e conformance
+# node-e2e");
 # the logs of the tiers are kept in _output/test-<tier>.log.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-TIERS=${TEST_TIERS:-unit integration e2e conformance}
+TIERS=${TEST_TIERS:-unit integration e2e conformance node-e2e}
 mkdir -p _output
 
 t0=$SECONDS
@@ -129,6 +134,17 @@ if wants conformance; then
   set -e
   if [ "$rc" != 0 ]; then
     echo "== conformance: FAILED (see _output/test-conformance.log)"
+    status=1
+  fi
+fi
+if wants node-e2e; then
+  stage "node e2e subset (upstream e2e_node.test specs of test/conformance/subset-node-e2e.txt; the first run builds the suite: minutes)"
+  set +e
+  CONFORMANCE_SET=node-e2e CONFORMANCE_SUBSET=test/conformance/subset-node-e2e.txt hack/node-e2e.sh 2>&1 | tee _output/test-node-e2e.log
+  rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" != 0 ]; then
+    echo "== node-e2e: FAILED (see _output/test-node-e2e.log)"
     status=1
   fi
 fi

@@ -49,6 +49,7 @@ func cmdRecord(args []string) error {
 	fs := flag.NewFlagSet("record", flag.ExitOnError)
 	junit := fs.String("junit", "", "the run's JUnit report (junit_01.xml)")
 	set := fs.String("set", "node", "spec set name")
+	suite := fs.String("suite", suiteDescription, "the suite's description, which Ginkgo prefixes to spec texts (e2e_node.test: "+nodeSuiteDescription+")")
 	kubelet := fs.String("kubelet", "ours", "ours or upstream")
 	focus := fs.String("focus", "", "the set's focus regular expression")
 	skip := fs.String("skip", "", "the set's skip regular expression (without the exclusions)")
@@ -81,7 +82,7 @@ func cmdRecord(args []string) error {
 			return fmt.Errorf("%s: %w", *exclusions, err)
 		}
 	}
-	res, err := Record(ran, *focus, *skip, excl)
+	res, err := Record(ran, *suite, *focus, *skip, excl)
 	if err != nil {
 		return err
 	}
@@ -138,6 +139,7 @@ func cmdRegexp(args []string) error {
 	fs := flag.NewFlagSet("regexp", flag.ExitOnError)
 	names := fs.String("names", "", "file of spec names: print one regular expression matching exactly them")
 	exclusions := fs.String("exclusions", "", "exclusions file: print one regular expression a line, one per excluded spec")
+	suite := fs.String("suite", suiteDescription, "the suite's description, which Ginkgo prefixes to spec texts (e2e_node.test: "+nodeSuiteDescription+")")
 	_ = fs.Parse(args)
 	switch {
 	case *names != "":
@@ -155,7 +157,7 @@ func cmdRegexp(args []string) error {
 		}
 		res := make([]string, len(list))
 		for i, n := range list {
-			res[i] = exactRegexp(n)
+			res[i] = exactRegexp(*suite, n)
 		}
 		fmt.Println(strings.Join(res, "|"))
 	case *exclusions != "":
@@ -169,7 +171,7 @@ func cmdRegexp(args []string) error {
 			return err
 		}
 		for _, e := range excl {
-			fmt.Println(exactRegexp(e.Name))
+			fmt.Println(exactRegexp(*suite, e.Name))
 		}
 	default:
 		return fmt.Errorf("-names or -exclusions is required")

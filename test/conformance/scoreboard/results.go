@@ -91,18 +91,22 @@ func readNames(r io.Reader) ([]string, error) {
 	return out, sc.Err()
 }
 
-// suiteDescription prefixes every spec text Ginkgo matches focus and skip
-// against ("<suite description> <spec text>").
-const suiteDescription = "Kubernetes e2e suite"
+// A suite's description prefixes every spec text Ginkgo matches focus and
+// skip against ("<suite description> <spec text>"): e2e.test's and
+// e2e_node.test's.
+const (
+	suiteDescription     = "Kubernetes e2e suite"
+	nodeSuiteDescription = "E2eNode Suite"
+)
 
-// exactRegexp matches exactly the spec with the given full name.
-func exactRegexp(name string) string {
-	return "^" + regexp.QuoteMeta(suiteDescription+" "+name) + "$"
+// exactRegexp matches exactly the spec of the suite with the given full name.
+func exactRegexp(suite, name string) string {
+	return "^" + regexp.QuoteMeta(suite+" "+name) + "$"
 }
 
-// selected reports whether Ginkgo's focus and skip select name.
-func selected(name string, focus, skip *regexp.Regexp) bool {
-	text := suiteDescription + " " + name
+// selected reports whether Ginkgo's focus and skip select name in suite.
+func selected(suite, name string, focus, skip *regexp.Regexp) bool {
+	text := suite + " " + name
 	return (focus == nil || focus.MatchString(text)) && (skip == nil || !skip.MatchString(text))
 }
 
@@ -110,7 +114,7 @@ func selected(name string, focus, skip *regexp.Regexp) bool {
 // and skip select, each passed, failed, skipped at run time (with Ginkgo's
 // reason) or excluded (with the exclusion's reason). A selected spec missing
 // from the report counts as failed: nothing silently disappears.
-func Record(ran []ranSpec, focus, skip string, excl []Exclusion) (*Results, error) {
+func Record(ran []ranSpec, suite, focus, skip string, excl []Exclusion) (*Results, error) {
 	var fre, sre *regexp.Regexp
 	var err error
 	if focus != "" {
@@ -130,7 +134,7 @@ func Record(ran []ranSpec, focus, skip string, excl []Exclusion) (*Results, erro
 	res := &Results{Focus: focus, Skip: skip}
 	seen := map[string]bool{}
 	for _, r := range ran {
-		if !selected(r.Name, fre, sre) || seen[r.Name] {
+		if !selected(suite, r.Name, fre, sre) || seen[r.Name] {
 			continue
 		}
 		seen[r.Name] = true

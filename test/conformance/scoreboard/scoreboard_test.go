@@ -128,7 +128,7 @@ func TestRecordCountsTheSelectionOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	excl := []Exclusion{{Name: "[sig-node] Container Runtime should be able to pull image [NodeConformance]", Reason: "no registry"}}
-	res, err := Record(ran, focus, skip, excl)
+	res, err := Record(ran, suiteDescription, focus, skip, excl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestRecordCountsTheSelectionOnly(t *testing.T) {
 func TestRecordFailsASelectedSpecThatDidNotRun(t *testing.T) {
 	// Filtered out although the set selects it and no exclusion names it.
 	ran := []ranSpec{{Name: "[sig-node] X [NodeConformance]", State: ""}}
-	res, err := Record(ran, focus, skip, nil)
+	res, err := Record(ran, suiteDescription, focus, skip, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,9 +188,12 @@ func TestReadExclusions(t *testing.T) {
 
 func TestExactRegexpMatchesOnlyThatSpec(t *testing.T) {
 	name := "[sig-node] Pods should get a host IP [NodeConformance] [Conformance]"
-	re := regexp.MustCompile(exactRegexp(name))
+	re := regexp.MustCompile(exactRegexp(suiteDescription, name))
 	if !re.MatchString(suiteDescription + " " + name) {
 		t.Error("does not match its spec")
+	}
+	if re.MatchString(nodeSuiteDescription + " " + name) {
+		t.Error("matches the spec of the same name in the node suite")
 	}
 	for _, other := range []string{
 		name + " extra",
@@ -278,7 +281,7 @@ func TestKubeletEvidenceFromTheTimeline(t *testing.T) {
 func TestRecordKeepsTheKubeletsEvidence(t *testing.T) {
 	ran := []ranSpec{{Name: "[sig-node] X [NodeConformance]", State: Failed, Message: "Timed out after 300.0s.",
 		Event: `Failed: Error: envFrom in container "c" needs ConfigMap/Secret access, which is not configured`}}
-	res, err := Record(ran, focus, skip, nil)
+	res, err := Record(ran, suiteDescription, focus, skip, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
