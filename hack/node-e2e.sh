@@ -4,23 +4,21 @@
 # own etcd and API server in-process and starts the kubelet binary found
 # beside it itself (upstream's --k8s-bin-dir mode; no systemd here, so as a
 # child process). Called by hack/conformance.sh
-# for CONFORMANCE_SET=node-e2e and node-e2e-serial; see
+# for CONFORMANCE_SET=node-e2e; see
 # docs/conformance-run.md.
 #
 # Environment (as hack/conformance.sh):
 #   CONFORMANCE_KUBELET   ours (default) | upstream (kubelet KUBE_VERSION)
 #   CONFORMANCE_SET       node-e2e: [NodeConformance] without [Serial], [Slow],
-#                           [Disruptive], [Flaky]
-#                         node-e2e-serial: the [Serial] groups that fit two
-#                           cores (eviction, restart, summary, resource usage,
-#                           density, device plugin, pod resources, DRA)
+#                           [Disruptive], [Flaky] (the suite's [Serial] groups
+#                           are not a set here yet: none has been run)
 #   CONFORMANCE_FOCUS     a regular expression narrowing the set (a trial run;
 #                         such a run writes no report)
 #   CONFORMANCE_SUBSET    FILE: run exactly the specs FILE lists (one full name a
 #                         line) and fail unless every one passes; writes no
 #                         report (the node-e2e tier of hack/test.sh uses
 #                         test/conformance/subset-node-e2e.txt)
-#   CONFORMANCE_PROCS     ginkgo processes (default 4; 1 for the serial set)
+#   CONFORMANCE_PROCS     ginkgo processes (default 4)
 #   CONFORMANCE_TIMEOUT   ginkgo suite timeout (default 3h)
 #
 # The suite's API server listens on 127.0.0.1:6443 and its kubelet on the
@@ -54,12 +52,7 @@ case $SET in
     SKIP='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
     SET_DOC="upstream's node e2e suite (e2e_node.test), the [NodeConformance] specs that may run in parallel"
     PROCS=${CONFORMANCE_PROCS:-4} ;;
-  node-e2e-serial)
-    FOCUS='\[Serial\].*(\[Feature:Eviction\]|ContainerRestart|Summary API|Resource-usage|Density \[Serial\].*10 pods|Device Plugin|PodResources|DRA)|(\[Feature:Eviction\]|ContainerRestart|Summary API|Resource-usage|Device Plugin|PodResources|DRA).*\[Serial\]'
-    SKIP='\[Disruptive\]|\[Flaky\]'
-    SET_DOC="upstream's node e2e suite (e2e_node.test), the [Serial] groups that fit two cores"
-    PROCS=${CONFORMANCE_PROCS:-1} ;;
-  *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e or node-e2e-serial, not '$SET'" ;;
+  *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e, not '$SET'" ;;
 esac
 [ -z "$TRIAL" ] || FOCUS=$TRIAL
 [ -z "$SUBSET" ] || [ -f "$SUBSET" ] || gk_die "CONFORMANCE_SUBSET: $SUBSET not found"
