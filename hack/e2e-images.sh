@@ -244,9 +244,15 @@ build_demo() {
 }
 
 # busybox: upstream is Docker's busybox:1.37.0 (every applet in /bin, cmd sh).
+# Debian's busybox lacks the nmeter applet, which the node e2e suite's
+# container lifecycle specs use as a millisecond clock; images/e2e/nmeter is
+# a stand-in for that use (only -d and %[N]t), built static.
 build_busybox() {
   local r=$work/busybox.rootfs
   base_busybox "$r" etc-busybox
+  [ ! -e "$r/bin/nmeter" ] || gk_die "Debian's busybox has an nmeter applet now: drop images/e2e/nmeter"
+  (cd "$GK_REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$r/bin/nmeter" ./images/e2e/nmeter) ||
+    gk_die "building images/e2e/nmeter failed"
   oci_image busybox "$BUSYBOX_TAG" "$r" "$work/busybox-$BUSYBOX_TAG.tar" --config.cmd sh --config.env "$PATH_ENV"
 }
 
