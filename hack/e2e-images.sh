@@ -133,6 +133,21 @@ base_busybox() {
   chmod 0640 "$r/etc/shadow"
 }
 
+# add_nmeter ROOTFS: /bin/nmeter. Upstream's busybox and agnhost images have
+# busybox's nmeter applet, which the node e2e suite's container lifecycle
+# specs use as a millisecond clock (`nmeter -d0 '%3t'`, in both images);
+# Debian's busybox is built without it (and its date has no %N), so
+# images/e2e/nmeter stands in for that use (only -d and %[N]t), built static.
+add_nmeter() {
+  local r=$1
+  [ ! -e "$r/bin/nmeter" ] || gk_die "Debian's busybox has an nmeter applet now: drop images/e2e/nmeter"
+  if [ ! -x "$work/nmeter" ]; then
+    (cd "$GK_REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/nmeter" ./images/e2e/nmeter) ||
+      gk_die "building images/e2e/nmeter failed"
+  fi
+  install -m 0755 "$work/nmeter" "$r/bin/nmeter"
+}
+
 # copy_bin ROOTFS SRC [DEST]: copies a host binary into the image at DEST
 # (default: the same path) with every shared library `ldd` names, at the
 # paths ldd resolved them to, and the dynamic loader.
@@ -184,6 +199,7 @@ PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 build_agnhost() {
   local r=$work/agnhost.rootfs
   base_busybox "$r" etc-alpine
+  add_nmeter "$r"
   copy_bin "$r" /bin/bash /bin/bash
   copy_bin "$r" /usr/bin/curl
   copy_bin "$r" /usr/bin/dig
@@ -244,15 +260,10 @@ build_demo() {
 }
 
 # busybox: upstream is Docker's busybox:1.37.0 (every applet in /bin, cmd sh).
-# Debian's busybox lacks the nmeter applet, which the node e2e suite's
-# container lifecycle specs use as a millisecond clock; images/e2e/nmeter is
-# a stand-in for that use (only -d and %[N]t), built static.
 build_busybox() {
   local r=$work/busybox.rootfs
   base_busybox "$r" etc-busybox
-  [ ! -e "$r/bin/nmeter" ] || gk_die "Debian's busybox has an nmeter applet now: drop images/e2e/nmeter"
-  (cd "$GK_REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$r/bin/nmeter" ./images/e2e/nmeter) ||
-    gk_die "building images/e2e/nmeter failed"
+  add_nmeter "$r"
   oci_image busybox "$BUSYBOX_TAG" "$r" "$work/busybox-$BUSYBOX_TAG.tar" --config.cmd sh --config.env "$PATH_ENV"
 }
 
@@ -317,6 +328,7 @@ build_glibc_dns() {
 
 build() {
   echo "e2e-images: building ${#IMAGES[@]} images into $work" >&2
+  rm -f "$work/nmeter"
   build_agnhost
   build_agnhost_prev
   build_demo kitten "$KITTEN_TAG"
