@@ -87,7 +87,7 @@ func TestReadV1(t *testing.T) {
 	write(t, root, "sys/fs/cgroup/cpu"+cg+"/cpu.cfs_period_us", "100000\n")
 	write(t, root, "sys/fs/cgroup/cpu"+cg+"/cpu.shares", "512\n")
 	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.usage_in_bytes", "1000000\n")
-	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.stat", "rss 1\ntotal_rss 600000\ntotal_cache 400000\ntotal_inactive_file 300000\ntotal_active_file 100000\ntotal_mapped_file 5\ntotal_pgfault 9\ntotal_pgmajfault 2\n")
+	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.stat", "rss 1\ntotal_rss 600000\ntotal_cache 400000\ntotal_inactive_file 300000\ntotal_active_file 100000\ntotal_mapped_file 5\npgfault 9\npgmajfault 2\ntotal_pgfault 900\ntotal_pgmajfault 200\n")
 	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.limit_in_bytes", "9223372036854771712\n")
 	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.max_usage_in_bytes", "2000000\n")
 	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.failcnt", "0\n")
