@@ -1,7 +1,8 @@
-// Package cgroups reads CPU, memory and pids usage of a cgroup from the
-// cgroup filesystem, on cgroup v1 (one hierarchy per controller, as on
-// these machines, hybrid mounts included) and v2 (the unified hierarchy).
-// The version is detected from /proc/self/mountinfo, never assumed.
+// Package cgroups reads CPU, memory and pids usage and pressure stall
+// information (PSI) of a cgroup from the cgroup filesystem, on cgroup v1
+// (one hierarchy per controller, as on these machines, hybrid mounts
+// included) and v2 (the unified hierarchy). The version is detected from
+// /proc/self/mountinfo, never assumed.
 //
 // Paths given to Read are cgroup paths ("/", "/kubepods",
 // "/kubepods/besteffort/pod<uid>/<container id>"), relative to each
@@ -28,12 +29,19 @@ type Hierarchy struct {
 	V1 map[string]string
 	// Unified is the cgroup2 mount that carries the controllers (v2).
 	Unified string
+	// PSIRoot is, on a v1 host that also mounts cgroup2 (hybrid, at
+	// /sys/fs/cgroup/unified), that mount: it carries no controllers, but
+	// runc puts every cgroup's processes at the same path there too, and
+	// its directories have the pressure files. Empty on v2 (Unified has
+	// them) and on v1 without a cgroup2 mount.
+	PSIRoot string
 }
 
 // ParseMountInfo finds the cgroup mounts in the contents of
 // /proc/self/mountinfo. A cgroup2 mount counts as the hierarchy only when no
 // v1 hierarchy carries the memory or cpu controllers (a hybrid host mounts
-// an almost empty cgroup2 at /sys/fs/cgroup/unified).
+// an almost empty cgroup2 at /sys/fs/cgroup/unified); on such a host it is
+// kept as PSIRoot.
 func ParseMountInfo(content string) (Hierarchy, error) {
 	h := Hierarchy{V1: map[string]string{}}
 	var unified string
@@ -71,6 +79,7 @@ func ParseMountInfo(content string) (Hierarchy, error) {
 	switch {
 	case h.V1["memory"] != "" || h.V1["cpuacct"] != "":
 		h.Version = 1
+		h.PSIRoot = unified
 	case unified != "":
 		h.Version, h.V1 = 2, nil
 		h.Unified = unified
@@ -122,6 +131,8 @@ type Stats struct {
 	Memory *Memory
 	// Pids is the number of tasks (threads) in the cgroup.
 	Pids *uint64
+	// PSI is the cgroup's pressure stall information.
+	PSI Pressure
 }
 
 // Reader reads cgroups of one hierarchy.
@@ -176,6 +187,9 @@ func (r *Reader) Read(cgPath string) (Stats, error) {
 		err = r.readV2(cgPath, &st)
 	} else {
 		err = r.readV1(cgPath, &st)
+	}
+	if err == nil {
+		st.PSI = r.ReadPSI(cgPath)
 	}
 	return st, err
 }

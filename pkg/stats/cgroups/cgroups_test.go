@@ -26,14 +26,18 @@ func TestParseMountInfo(t *testing.T) {
 	if h.Version != 1 || h.V1["memory"] != "/sys/fs/cgroup/memory" || h.V1["cpuacct"] != "/sys/fs/cgroup/cpuacct" || h.V1["cpu"] != "/sys/fs/cgroup/cpu" || h.V1["pids"] != "/sys/fs/cgroup/pids" {
 		t.Errorf("hybrid: %+v", h)
 	}
+	// The hybrid host's cgroup2 mount is no hierarchy, but PSI is read there.
+	if h.Unified != "" || h.PSIRoot != "/sys/fs/cgroup/unified" {
+		t.Errorf("hybrid: Unified %q, PSIRoot %q", h.Unified, h.PSIRoot)
+	}
 	// Co-mounted controllers (cpu,cpuacct) name one mount for both.
 	co := "40 31 0:34 / /sys/fs/cgroup/cpu,cpuacct rw shared:1 - cgroup cgroup rw,cpu,cpuacct\n" +
 		"41 31 0:35 / /sys/fs/cgroup/memory rw shared:2 - cgroup cgroup rw,memory\n"
-	if h, _ := ParseMountInfo(co); h.V1["cpu"] != "/sys/fs/cgroup/cpu,cpuacct" || h.V1["cpuacct"] != "/sys/fs/cgroup/cpu,cpuacct" {
+	if h, _ := ParseMountInfo(co); h.V1["cpu"] != "/sys/fs/cgroup/cpu,cpuacct" || h.V1["cpuacct"] != "/sys/fs/cgroup/cpu,cpuacct" || h.PSIRoot != "" {
 		t.Errorf("co-mounted: %+v", h)
 	}
 	v2 := "30 24 0:26 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot\n"
-	if h, err := ParseMountInfo(v2); err != nil || h.Version != 2 || h.Unified != "/sys/fs/cgroup" {
+	if h, err := ParseMountInfo(v2); err != nil || h.Version != 2 || h.Unified != "/sys/fs/cgroup" || h.PSIRoot != "" {
 		t.Errorf("v2: %+v %v", h, err)
 	}
 	if _, err := ParseMountInfo("24 30 0:22 / /sys rw - sysfs sysfs rw\n"); err == nil {
