@@ -14,7 +14,9 @@ import (
 // of the node (id="/"), each pod (container="") and each running container,
 // with cadvisor's label set as the upstream kubelet exports it: container,
 // id (the cgroup path), image, name (the runtime's container ID),
-// namespace, pod. docs/metrics.md lists what is and is not provided.
+// namespace, pod; pressure stall information as cadvisor's
+// container_pressure_* series. docs/metrics.md lists what is and is not
+// provided.
 
 // cadvisorLabels are the labels of every container_* series, in order.
 var cadvisorLabels = []string{"container", "id", "image", "name", "namespace", "pod"}
@@ -60,12 +62,20 @@ var (
 	cNetTxPackets = cdesc("container_network_transmit_packets_total", "Packets transmitted.", "interface")
 	cNetTxErrors  = cdesc("container_network_transmit_errors_total", "Transmit errors.", "interface")
 	cNetTxDropped = cdesc("container_network_transmit_packets_dropped_total", "Transmitted packets dropped.", "interface")
-	cScrapeError  = metrics.NewDesc("container_scrape_error", "1 if reading the cgroups failed, else 0.", nil, nil, metrics.ALPHA, "")
+	// Pressure stall information, as cadvisor names it: waiting is the
+	// "some" total, stalled the "full" one.
+	cCPUWaiting  = cdesc("container_pressure_cpu_waiting_seconds_total", "Total time duration tasks in the container have waited due to CPU congestion.")
+	cCPUStalled  = cdesc("container_pressure_cpu_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to CPU congestion.")
+	cMemWaiting  = cdesc("container_pressure_memory_waiting_seconds_total", "Total time duration tasks in the container have waited due to memory congestion.")
+	cMemStalled  = cdesc("container_pressure_memory_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to memory congestion.")
+	cIOWaiting   = cdesc("container_pressure_io_waiting_seconds_total", "Total time duration tasks in the container have waited due to IO congestion.")
+	cIOStalled   = cdesc("container_pressure_io_stalled_seconds_total", "Total time duration no tasks in the container could make progress due to IO congestion.")
+	cScrapeError = metrics.NewDesc("container_scrape_error", "1 if reading the cgroups failed, else 0.", nil, nil, metrics.ALPHA, "")
 
 	machineLabels = []string{"boot_id", "machine_id", "system_uuid"}
 	mCPUCores     = metrics.NewDesc("machine_cpu_cores", "Number of logical CPU cores.", machineLabels, nil, metrics.ALPHA, "")
 	mMemoryBytes  = metrics.NewDesc("machine_memory_bytes", "Memory installed, in bytes.", machineLabels, nil, metrics.ALPHA, "")
-	cadvisorDescs = []*metrics.Desc{cCPUTotal, cCPUUser, cCPUSystem, cCFSPeriods, cCFSThrottled, cCFSThrTime, cMemUsage, cMemMax, cMemWS, cMemRSS, cMemCache, cMemMapped, cMemSwap, cMemFailcnt, cMemActive, cMemInactive, cOOM, cThreads, cLastSeen, cStart, cSpecMem, cSpecShares, cSpecQuota, cSpecPeriod, cNetRxBytes, cNetRxPackets, cNetRxErrors, cNetRxDropped, cNetTxBytes, cNetTxPackets, cNetTxErrors, cNetTxDropped, cScrapeError, mCPUCores, mMemoryBytes}
+	cadvisorDescs = []*metrics.Desc{cCPUTotal, cCPUUser, cCPUSystem, cCFSPeriods, cCFSThrottled, cCFSThrTime, cMemUsage, cMemMax, cMemWS, cMemRSS, cMemCache, cMemMapped, cMemSwap, cMemFailcnt, cMemActive, cMemInactive, cOOM, cThreads, cLastSeen, cStart, cSpecMem, cSpecShares, cSpecQuota, cSpecPeriod, cNetRxBytes, cNetRxPackets, cNetRxErrors, cNetRxDropped, cNetTxBytes, cNetTxPackets, cNetTxErrors, cNetTxDropped, cCPUWaiting, cCPUStalled, cMemWaiting, cMemStalled, cIOWaiting, cIOStalled, cScrapeError, mCPUCores, mMemoryBytes}
 )
 
 // cgroupEntry is one cgroup to report.
@@ -223,6 +233,20 @@ func emitCgroup(ch chan<- metrics.Metric, e cgroupEntry) {
 	}
 	if e.stats.Pids != nil {
 		put(cThreads, metrics.GaugeValue, float64(*e.stats.Pids))
+	}
+	// PSI totals are microseconds; a part not read has no series, and a
+	// file without a full line (cpu before Linux 5.13) no stalled one.
+	for _, r := range []struct {
+		psi              *cgroups.PSI
+		waiting, stalled *metrics.Desc
+	}{{e.stats.PSI.CPU, cCPUWaiting, cCPUStalled}, {e.stats.PSI.Memory, cMemWaiting, cMemStalled}, {e.stats.PSI.IO, cIOWaiting, cIOStalled}} {
+		if r.psi == nil {
+			continue
+		}
+		put(r.waiting, metrics.CounterValue, float64(r.psi.Some.Total)/1e6)
+		if r.psi.Full != nil {
+			put(r.stalled, metrics.CounterValue, float64(r.psi.Full.Total)/1e6)
+		}
 	}
 	for _, i := range e.net {
 		put(cNetRxBytes, metrics.CounterValue, float64(i.RxBytes), i.Name)

@@ -116,7 +116,7 @@ func TestDocMetricNamesExtraction(t *testing.T) {
 // scrape-time collectors given pods, containers, pod counts and a claim
 // volume; /metrics/probes after probe runs; /metrics/resource from a full
 // summary; /metrics/cadvisor from the fixture's cgroups plus one cgroup
-// with everything (CPU quota, swap, threads, network). A name documented
+// with everything (CPU quota, swap, threads, network, PSI). A name documented
 // but never emitted fails, so the page cannot promise more than the
 // endpoints serve; a metric served but not on the page fails too.
 func TestDocumentedMetricsAreEmitted(t *testing.T) {
@@ -268,12 +268,14 @@ func (*everythingCgroup) DescribeWithStability(ch chan<- *compbase.Desc) {
 
 func (*everythingCgroup) CollectWithStability(ch chan<- compbase.Metric) {
 	pids := uint64(7)
+	psi := &cgroups.PSI{Some: cgroups.PSIData{Total: 3}, Full: &cgroups.PSIData{Total: 1}}
 	emitCgroup(ch, cgroupEntry{
 		labels: []string{"", "/kubepods/podq", "", "", "ns", "quota"},
 		stats: cgroups.Stats{Time: t0,
 			CPU:    &cgroups.CPU{Usage: 1e9, User: 6e8, System: 4e8, Periods: 10, ThrottledPeriods: 2, ThrottledTime: 5e7, Quota: 50000, Period: 100000, Shares: 512},
 			Memory: &cgroups.Memory{Usage: 100, MaxUsage: 200, WorkingSet: 80, RSS: 50, Cache: 20, MappedFile: 5, HasSwap: true, Swap: 1, Failcnt: 1, Limit: 1000},
-			Pids:   &pids},
+			Pids:   &pids,
+			PSI:    cgroups.Pressure{CPU: psi, Memory: psi, IO: psi}},
 		start: t0.Add(-time.Minute),
 		net:   []Interface{{Name: "eth0", RxBytes: 1, RxPackets: 1, TxBytes: 2, TxPackets: 2}},
 	})

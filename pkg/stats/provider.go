@@ -7,8 +7,10 @@
 // containerd 1.6 implements: pod and container CPU and memory, pod
 // network, process count, writable layer), matched with the runtime view
 // the PLEG keeps; the node from the root cgroup, /proc and statfs of the
-// kubelet's root directory and the image filesystem the CRI names; volume
-// usage by walking the pod's volume directories (cached), and statfs of
+// kubelet's root directory and the image filesystem the CRI names;
+// pressure stall information (PSI) of the node, pods and containers from
+// their cgroups (on a v1 hybrid host, from the cgroup2 mount's copy of the
+// tree), as containerd 1.6 gives none; volume usage by walking the pod's volume directories (cached), and statfs of
 // its persistent volumes (claims.go, also behind kubelet_volume_stats_*);
 // container logs from their log directories. /metrics/cadvisor reads the
 // pod and container cgroups directly, as cadvisor does.
@@ -243,6 +245,7 @@ func (p *Provider) collect(ctx context.Context, now time.Time, cpuMemOnly bool) 
 				in.containerRates[id] = p.rates.observe("container:"+id, cpuSample{ts(c.Timestamp, now).Time, c.UsageCoreNanoSeconds.Value})
 			}
 		}
+		p.readPodPSI(&in)
 		if !cpuMemOnly {
 			in.logs = map[string]DiskUsage{}
 			logDir := filepath.Join(p.o.PodLogsDir, ps.Namespace+"_"+ps.Name+"_"+string(ps.UID))
@@ -275,6 +278,24 @@ func (p *Provider) collect(ctx context.Context, now time.Time, cpuMemOnly bool) 
 		n.maxPID, n.tasks = rlimit()
 	}
 	return buildSummary(now, n, pods, cpuMemOnly), nil
+}
+
+// readPodPSI reads the pressure of the pod's cgroup and of its running
+// containers' cgroups (ContainerCgroup). A pod whose cgroup is not known
+// (no spec: an orphan) has none.
+func (p *Provider) readPodPSI(in *podInput) {
+	if p.cg == nil || p.o.PodCgroup == nil {
+		return
+	}
+	podCg, known := p.o.PodCgroup(in.status.UID)
+	if !known {
+		return
+	}
+	in.psi = p.cg.ReadPSI(podCg)
+	in.containerPSI = map[string]cgroups.Pressure{}
+	for _, c := range in.status.Running() {
+		in.containerPSI[c.ID] = p.cg.ReadPSI(ContainerCgroup(podCg, p.o.CgroupDriver, c.ID))
+	}
 }
 
 // imageFs fills the image filesystem: the runtime names it and counts its

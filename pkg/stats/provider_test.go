@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -271,4 +273,100 @@ func merge(m map[string]string, k, v string) map[string]string {
 		out[a] = b
 	}
 	return out
+}
+
+// TestProviderPSI: on a v1 hybrid host the node's, pods' and containers'
+// pressure is read under the cgroup2 mount, and goes into the summary and
+// /metrics/cadvisor; a cgroup without pressure files gets none.
+func TestProviderPSI(t *testing.T) {
+	f := newFixture(t)
+	h := cgroups.Hierarchy{Version: 1, V1: map[string]string{"cpuacct": "/cg/cpuacct", "memory": "/cg/memory", "cpu": "/cg/cpu"}, PSIRoot: "/cg/unified"}
+	f.p.cg = cgroups.NewReaderAt(h, f.root)
+	pressure := func(some, full uint64) string {
+		return fmt.Sprintf("some avg10=2.50 avg60=1.00 avg300=0.50 total=%d\nfull avg10=0.10 avg60=0.00 avg300=0.00 total=%d\n", some, full)
+	}
+	for i, cg := range []string{"", "/kubepods", "/kubepods/burstable/podu1", "/kubepods/burstable/podu1/c1"} {
+		n := uint64(i+1) * 1_000_000
+		writeFile(t, filepath.Join(f.root, "cg/unified", cg, "cpu.pressure"), pressure(n+1, n+2))
+		writeFile(t, filepath.Join(f.root, "cg/unified", cg, "memory.pressure"), pressure(n+3, n+4))
+		if cg != "/kubepods" {
+			writeFile(t, filepath.Join(f.root, "cg/unified", cg, "io.pressure"), pressure(n+5, n+6))
+		}
+	}
+	s, err := f.p.Summary(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.Pods[0]
+	c := p.Containers[0]
+	for _, tc := range []struct {
+		what string
+		psi  *statsapi.PSIStats
+		some uint64
+	}{
+		{"node cpu", s.Node.CPU.PSI, 1_000_001}, {"node memory", s.Node.Memory.PSI, 1_000_003},
+		{"pods cpu", s.Node.SystemContainers[0].CPU.PSI, 2_000_001}, {"pods memory", s.Node.SystemContainers[0].Memory.PSI, 2_000_003},
+		{"pod cpu", p.CPU.PSI, 3_000_001}, {"pod memory", p.Memory.PSI, 3_000_003},
+		{"container cpu", c.CPU.PSI, 4_000_001}, {"container memory", c.Memory.PSI, 4_000_003},
+	} {
+		if tc.psi == nil || tc.psi.Some.Total != tc.some || tc.psi.Full.Total != tc.some+1 || tc.psi.Some.Avg10 != 2.5 {
+			t.Errorf("%s: PSI %+v, want some total %d", tc.what, tc.psi, tc.some)
+		}
+	}
+	if s.Node.IO == nil || s.Node.IO.PSI.Some.Total != 1_000_005 || p.IO == nil || p.IO.PSI.Full.Total != 3_000_006 || c.IO == nil || c.IO.PSI.Some.Total != 4_000_005 {
+		t.Errorf("io: node %+v pod %+v container %+v", s.Node.IO, p.IO, c.IO)
+	}
+	if s.Node.SystemContainers[0].IO != nil {
+		t.Errorf("pods io without io.pressure: %+v", s.Node.SystemContainers[0].IO)
+	}
+
+	fam, err := metricstest.ScrapeHandler(handlerFor(NewCadvisorRegistry(f.p)), "/metrics/cadvisor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr := map[string]string{"container": "app", "pod": "web", "namespace": "ns", "id": "/kubepods/burstable/podu1/c1", "image": "example.com/app:1", "name": "c1"}
+	pod := map[string]string{"container": "", "pod": "web", "namespace": "ns", "id": "/kubepods/burstable/podu1", "image": "", "name": ""}
+	root := map[string]string{"id": "/", "pod": ""}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		// Microseconds to seconds.
+		{"container_pressure_cpu_waiting_seconds_total", ctr, 4.000001},
+		{"container_pressure_cpu_stalled_seconds_total", ctr, 4.000002},
+		{"container_pressure_memory_waiting_seconds_total", ctr, 4.000003},
+		{"container_pressure_memory_stalled_seconds_total", ctr, 4.000004},
+		{"container_pressure_io_waiting_seconds_total", ctr, 4.000005},
+		{"container_pressure_io_stalled_seconds_total", ctr, 4.000006},
+		{"container_pressure_memory_stalled_seconds_total", pod, 3.000004},
+		{"container_pressure_io_waiting_seconds_total", root, 1.000005},
+	} {
+		ms := fam.Find(tc.name, tc.labels)
+		if len(ms) != 1 {
+			t.Errorf("%s%v: %d series", tc.name, tc.labels, len(ms))
+			continue
+		}
+		if v := metricstest.Value(ms[0]); v != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, v, tc.want)
+		}
+		if ms[0].GetTimestampMs() == 0 {
+			t.Errorf("%s has no timestamp", tc.name)
+		}
+	}
+	// Series only for what was read: one io series each for the root, the
+	// pod and the container, none for the kubepods cgroup (not listed) and
+	// none from a fixture without PSI.
+	if n := len(fam.Find("container_pressure_io_stalled_seconds_total", nil)); n != 3 {
+		t.Errorf("%d io stalled series, want 3", n)
+	}
+	noPSI, err := metricstest.ScrapeHandler(handlerFor(NewCadvisorRegistry(newFixture(t).p)), "/metrics/cadvisor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range noPSI {
+		if strings.HasPrefix(name, "container_pressure_") {
+			t.Errorf("%s without pressure files", name)
+		}
+	}
 }

@@ -104,6 +104,10 @@ type podInput struct {
 	// podRate and containerRates are CPU usage rates by ID.
 	podRate        *uint64
 	containerRates map[string]*uint64
+	// psi and containerPSI (by container ID) are the pressure of the pod's
+	// and its containers' cgroups (the CRI gives none).
+	psi          cgroups.Pressure
+	containerPSI map[string]cgroups.Pressure
 	// logs: container name -> usage of its log directory.
 	logs    map[string]DiskUsage
 	volumes []volumeInput
@@ -132,13 +136,48 @@ func ts(ns int64, fallback time.Time) metav1.Time {
 	return metav1.NewTime(time.Unix(0, ns))
 }
 
-// cgroupCPU and cgroupMemory convert a cgroup reading; memCapacity bounds
-// available memory when the cgroup has no limit of its own.
+// statsPSI converts one pressure file; nil when it was not read, or gave
+// no full line (the Summary API's full is not optional, and a zero would
+// claim no stall).
+func statsPSI(p *cgroups.PSI) *statsapi.PSIStats {
+	if p == nil || p.Full == nil {
+		return nil
+	}
+	conv := func(d cgroups.PSIData) statsapi.PSIData {
+		return statsapi.PSIData{Total: d.Total, Avg10: d.Avg10, Avg60: d.Avg60, Avg300: d.Avg300}
+	}
+	return &statsapi.PSIStats{Full: conv(*p.Full), Some: conv(p.Some)}
+}
+
+// setPSI puts a cgroup's CPU and memory pressure on its CPU and memory
+// stats, where there are any.
+func setPSI(cpu *statsapi.CPUStats, mem *statsapi.MemoryStats, p cgroups.Pressure) {
+	if cpu != nil {
+		cpu.PSI = statsPSI(p.CPU)
+	}
+	if mem != nil {
+		mem.PSI = statsPSI(p.Memory)
+	}
+}
+
+// ioStats is a cgroup's IO pressure; nil without it (the Summary API's IO
+// stats carry nothing else).
+func ioStats(p *cgroups.PSI, t time.Time) *statsapi.IOStats {
+	psi := statsPSI(p)
+	if psi == nil {
+		return nil
+	}
+	return &statsapi.IOStats{Time: metav1.NewTime(t), PSI: psi}
+}
+
+// cgroupCPU and cgroupMemory convert a cgroup reading, its pressure
+// included; memCapacity bounds available memory when the cgroup has no
+// limit of its own.
 func cgroupCPU(s *cgroups.Stats, rate *uint64) *statsapi.CPUStats {
 	if s == nil || s.CPU == nil {
 		return nil
 	}
-	return &statsapi.CPUStats{Time: metav1.NewTime(s.Time), UsageCoreNanoSeconds: u64(s.CPU.Usage), UsageNanoCores: rate}
+	return &statsapi.CPUStats{Time: metav1.NewTime(s.Time), UsageCoreNanoSeconds: u64(s.CPU.Usage), UsageNanoCores: rate, PSI: statsPSI(s.PSI.CPU)}
 }
 
 func cgroupMemory(s *cgroups.Stats, memCapacity uint64) *statsapi.MemoryStats {
@@ -147,7 +186,7 @@ func cgroupMemory(s *cgroups.Stats, memCapacity uint64) *statsapi.MemoryStats {
 	}
 	m := s.Memory
 	out := &statsapi.MemoryStats{Time: metav1.NewTime(s.Time), UsageBytes: u64(m.Usage), WorkingSetBytes: u64(m.WorkingSet),
-		RSSBytes: u64(m.RSS), PageFaults: u64(m.PageFaults), MajorPageFaults: u64(m.MajFaults)}
+		RSSBytes: u64(m.RSS), PageFaults: u64(m.PageFaults), MajorPageFaults: u64(m.MajFaults), PSI: statsPSI(s.PSI.Memory)}
 	limit := m.Limit
 	if limit == 0 || (memCapacity > 0 && limit > memCapacity) {
 		limit = memCapacity
@@ -212,12 +251,19 @@ func buildNode(now time.Time, n nodeInput, cpuMemOnly bool) statsapi.NodeStats {
 		out.Swap = &statsapi.SwapStats{Time: metav1.NewTime(now), SwapAvailableBytes: u64(free), SwapUsageBytes: u64(used)}
 	}
 	if n.pods != nil {
-		out.SystemContainers = append(out.SystemContainers, statsapi.ContainerStats{
+		pods := statsapi.ContainerStats{
 			Name: statsapi.SystemContainerPods, StartTime: metav1.NewTime(n.boot),
-			CPU: cgroupCPU(n.pods, n.podsRate), Memory: cgroupMemory(n.pods, n.memCapacity)})
+			CPU: cgroupCPU(n.pods, n.podsRate), Memory: cgroupMemory(n.pods, n.memCapacity)}
+		if !cpuMemOnly {
+			pods.IO = ioStats(n.pods.PSI.IO, n.pods.Time)
+		}
+		out.SystemContainers = append(out.SystemContainers, pods)
 	}
 	if cpuMemOnly {
 		return out
+	}
+	if n.root != nil {
+		out.IO = ioStats(n.root.PSI.IO, n.root.Time)
 	}
 	out.Network = networkStats(n.net, n.defaultIface, now)
 	out.Fs = fsStats(n.rootFs, nil, nil, now)
@@ -318,7 +364,9 @@ func buildPod(now time.Time, in podInput, rootFs, imageFs *FsInfo, cpuMemOnly bo
 	linux := in.stats.GetLinux()
 	out.CPU = criCPU(linux.GetCpu(), in.podRate, now)
 	out.Memory = criMemory(linux.GetMemory(), now)
+	setPSI(out.CPU, out.Memory, in.psi)
 	if !cpuMemOnly {
+		out.IO = ioStats(in.psi.IO, now)
 		out.Network = criNetwork(linux.GetNetwork(), now)
 		if p := linux.GetProcess(); p != nil && p.ProcessCount != nil {
 			out.ProcessStats = &statsapi.ProcessStats{ProcessCount: u64(p.ProcessCount.Value)}
@@ -336,7 +384,10 @@ func buildPod(now time.Time, in podInput, rootFs, imageFs *FsInfo, cpuMemOnly bo
 		}
 		st := statsapi.ContainerStats{Name: c.Name, StartTime: metav1.NewTime(c.CreatedAt),
 			CPU: criCPU(cs.Cpu, in.containerRates[c.ID], now), Memory: criMemory(cs.Memory, now)}
+		psi := in.containerPSI[c.ID]
+		setPSI(st.CPU, st.Memory, psi)
 		if !cpuMemOnly {
+			st.IO = ioStats(psi.IO, now)
 			if wl := cs.WritableLayer; wl != nil && imageFs != nil {
 				var used, inodes *uint64
 				if wl.UsedBytes != nil {
@@ -408,22 +459,26 @@ func buildSummary(now time.Time, n nodeInput, pods []podInput, cpuMemOnly bool) 
 }
 
 // CPUAndMemoryOnly is s without what a CPU-and-memory summary leaves out
-// (filesystems, network, volumes, logs, ephemeral storage, process and
+// (filesystems, network, IO, volumes, logs, ephemeral storage, process and
 // rlimit stats); s is not changed.
 func CPUAndMemoryOnly(s *statsapi.Summary) *statsapi.Summary {
 	n := s.Node
 	out := &statsapi.Summary{
 		Node: statsapi.NodeStats{NodeName: n.NodeName, StartTime: n.StartTime, CPU: n.CPU, Memory: n.Memory, Swap: n.Swap,
-			SystemContainers: n.SystemContainers},
+			SystemContainers: cpuAndMemoryContainers(n.SystemContainers)},
 		Pods: make([]statsapi.PodStats, 0, len(s.Pods)),
 	}
 	for _, p := range s.Pods {
-		q := statsapi.PodStats{PodRef: p.PodRef, StartTime: p.StartTime, CPU: p.CPU, Memory: p.Memory, Swap: p.Swap,
-			Containers: make([]statsapi.ContainerStats, 0, len(p.Containers))}
-		for _, c := range p.Containers {
-			q.Containers = append(q.Containers, statsapi.ContainerStats{Name: c.Name, StartTime: c.StartTime, CPU: c.CPU, Memory: c.Memory, Swap: c.Swap})
-		}
-		out.Pods = append(out.Pods, q)
+		out.Pods = append(out.Pods, statsapi.PodStats{PodRef: p.PodRef, StartTime: p.StartTime, CPU: p.CPU, Memory: p.Memory, Swap: p.Swap,
+			Containers: cpuAndMemoryContainers(p.Containers)})
+	}
+	return out
+}
+
+func cpuAndMemoryContainers(cs []statsapi.ContainerStats) []statsapi.ContainerStats {
+	out := make([]statsapi.ContainerStats, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, statsapi.ContainerStats{Name: c.Name, StartTime: c.StartTime, CPU: c.CPU, Memory: c.Memory, Swap: c.Swap})
 	}
 	return out
 }

@@ -193,3 +193,101 @@ func TestSandboxStatsFromContainers(t *testing.T) {
 		t.Errorf("linux = %+v", l)
 	}
 }
+
+// TestSummaryPSI checks where pressure stall information goes: CPU and
+// memory PSI on the node, the pods system container, pods and containers,
+// IO stats made of the io PSI, and nothing where PSI was not read or has
+// no full line.
+func TestSummaryPSI(t *testing.T) {
+	psi := func(some, full uint64) *cgroups.PSI {
+		return &cgroups.PSI{Some: cgroups.PSIData{Total: some, Avg10: 1.25, Avg60: 0.5, Avg300: 0.07}, Full: &cgroups.PSIData{Total: full, Avg10: 0.25}}
+	}
+	noFull := &cgroups.PSI{Some: cgroups.PSIData{Total: 9}}
+	node := nodeInput{name: "n1", boot: t0.Add(-time.Hour), memCapacity: 8000,
+		root: &cgroups.Stats{Time: t0, CPU: &cgroups.CPU{Usage: 9e9}, Memory: &cgroups.Memory{Usage: 3000},
+			PSI: cgroups.Pressure{CPU: psi(10, 1), Memory: psi(20, 2), IO: psi(30, 3)}},
+		// cpu.pressure without a full line, no io.pressure.
+		pods: &cgroups.Stats{Time: t0, CPU: &cgroups.CPU{Usage: 4e9}, Memory: &cgroups.Memory{Usage: 800},
+			PSI: cgroups.Pressure{CPU: noFull, Memory: psi(21, 4)}},
+	}
+	pod := &container.PodStatus{UID: "u1", Name: "web", Namespace: "ns",
+		Sandboxes: []container.SandboxStatus{{ID: "sb1", State: container.SandboxReady}},
+		Containers: []container.Status{
+			{ID: "c1", Name: "app", State: container.StateRunning},
+			{ID: "c2", Name: "side", State: container.StateRunning},
+		}}
+	cpu := &runtimeapi.CpuUsage{Timestamp: t0.UnixNano(), UsageCoreNanoSeconds: uv(1)}
+	mem := &runtimeapi.MemoryUsage{Timestamp: t0.UnixNano(), WorkingSetBytes: uv(1)}
+	stats := &runtimeapi.PodSandboxStats{Attributes: &runtimeapi.PodSandboxAttributes{Id: "sb1"}, Linux: &runtimeapi.LinuxPodSandboxStats{
+		Cpu: cpu, Memory: mem,
+		Containers: []*runtimeapi.ContainerStats{
+			{Attributes: &runtimeapi.ContainerAttributes{Id: "c1"}, Cpu: cpu, Memory: mem},
+			// No memory stats from the runtime: its PSI has nowhere to go.
+			{Attributes: &runtimeapi.ContainerAttributes{Id: "c2"}, Cpu: cpu},
+		},
+	}}
+	in := podInput{status: pod, stats: stats,
+		psi: cgroups.Pressure{CPU: psi(40, 4), Memory: psi(50, 5), IO: psi(60, 6)},
+		// c2's cgroup had no pressure files.
+		containerPSI: map[string]cgroups.Pressure{"c1": {CPU: psi(70, 7), Memory: psi(80, 8), IO: psi(90, 9)}}}
+
+	s := buildSummary(t0, node, []podInput{in}, false)
+	full := func(v *statsapi.PSIStats) uint64 {
+		if v == nil {
+			return 0
+		}
+		return v.Full.Total
+	}
+	ioFull := func(v *statsapi.IOStats) uint64 {
+		if v == nil {
+			return 0
+		}
+		return full(v.PSI)
+	}
+	n, sc, p := s.Node, s.Node.SystemContainers[0], s.Pods[0]
+	app, side := p.Containers[0], p.Containers[1]
+	for _, tc := range []struct {
+		what      string
+		got, want uint64
+	}{
+		{"node cpu", full(n.CPU.PSI), 1}, {"node memory", full(n.Memory.PSI), 2}, {"node io", ioFull(n.IO), 3},
+		{"pods cpu (no full line)", full(sc.CPU.PSI), 0}, {"pods memory", full(sc.Memory.PSI), 4}, {"pods io (not read)", ioFull(sc.IO), 0},
+		{"pod cpu", full(p.CPU.PSI), 4}, {"pod memory", full(p.Memory.PSI), 5}, {"pod io", ioFull(p.IO), 6},
+		{"app cpu", full(app.CPU.PSI), 7}, {"app memory", full(app.Memory.PSI), 8}, {"app io", ioFull(app.IO), 9},
+		{"side cpu", full(side.CPU.PSI), 0}, {"side io", ioFull(side.IO), 0},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: full total %d, want %d", tc.what, tc.got, tc.want)
+		}
+	}
+	// Absent parts are nil, not zero-filled.
+	if sc.CPU.PSI != nil || sc.IO != nil || side.CPU.PSI != nil || side.Memory != nil || side.IO != nil {
+		t.Errorf("PSI made up: pods cpu %+v, pods io %+v, side %+v", sc.CPU.PSI, sc.IO, side)
+	}
+	// Every value is carried over as read.
+	if want := (statsapi.PSIStats{Some: statsapi.PSIData{Total: 10, Avg10: 1.25, Avg60: 0.5, Avg300: 0.07}, Full: statsapi.PSIData{Total: 1, Avg10: 0.25}}); *n.CPU.PSI != want {
+		t.Errorf("node cpu PSI = %+v, want %+v", *n.CPU.PSI, want)
+	}
+	if !n.IO.Time.Time.Equal(t0) || !p.IO.Time.Time.Equal(t0) {
+		t.Errorf("io times: %v %v", n.IO.Time, p.IO.Time)
+	}
+
+	// A CPU and memory summary keeps CPU and memory PSI but has no IO, cut
+	// or built directly.
+	for _, cm := range []*statsapi.Summary{CPUAndMemoryOnly(s), buildSummary(t0, node, []podInput{in}, true)} {
+		c := cm.Pods[0].Containers[0]
+		if cm.Node.IO != nil || cm.Node.SystemContainers[0].IO != nil || cm.Pods[0].IO != nil || c.IO != nil {
+			t.Errorf("IO in a CPU and memory summary: %+v", cm)
+		}
+		if full(cm.Node.CPU.PSI) != 1 || full(cm.Node.SystemContainers[0].Memory.PSI) != 4 || full(cm.Pods[0].Memory.PSI) != 5 || full(c.CPU.PSI) != 7 {
+			t.Errorf("CPU and memory PSI lost: %+v", cm)
+		}
+	}
+	if !equality.Semantic.DeepEqual(CPUAndMemoryOnly(s), buildSummary(t0, node, []podInput{in}, true)) {
+		t.Errorf("CPUAndMemoryOnly(full) differs from the CPU and memory summary")
+	}
+	// The full summary still has its IO after the cut.
+	if s.Node.IO == nil || s.Node.SystemContainers[0].Memory.PSI == nil || s.Pods[0].IO == nil || s.Pods[0].Containers[0].IO == nil {
+		t.Errorf("cutting changed the full summary")
+	}
+}
