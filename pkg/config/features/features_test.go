@@ -43,15 +43,15 @@ func TestGates(t *testing.T) {
 	}
 	lacking := LackingOn(func(name string) (bool, bool) {
 		switch name {
-		case "ImageVolume", "KubeletPSI", string(InPlacePodVerticalScaling):
+		case "ImageVolume", "KubeletInUserNamespace", "KubeletPSI", string(InPlacePodVerticalScaling):
 			return true, true
 		case "DynamicResourceAllocation":
 			return true, false
 		}
 		return false, true
 	})
-	if want := []string{"ImageVolume", "KubeletPSI"}; !reflect.DeepEqual(lacking, want) {
-		t.Errorf("LackingOn = %v, want %v (wired and unknown gates never lacking)", lacking, want)
+	if want := []string{"ImageVolume", "KubeletInUserNamespace"}; !reflect.DeepEqual(lacking, want) {
+		t.Errorf("LackingOn = %v, want %v (wired, locked and unknown gates never lacking)", lacking, want)
 	}
 	if _, ok := Lookup("SidecarContainers"); !ok {
 		t.Error("Lookup misses a row")
