@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -28,12 +29,16 @@ import (
 )
 
 // lifecycle is a fake engine: every pod has terminated unless running
-// says otherwise.
+// says otherwise; the pods in gone it never had.
 type lifecycle struct {
 	running atomic.Bool
+	gone    sync.Map
 }
 
-func (l *lifecycle) PodTerminated(types.UID) bool { return !l.running.Load() }
+func (l *lifecycle) PodTerminated(uid types.UID) bool {
+	_, gone := l.gone.Load(uid)
+	return gone || !l.running.Load()
+}
 func (l *lifecycle) CanBeDeleted(*v1.Pod) bool    { return !l.running.Load() }
 func (l *lifecycle) RunsStaticPod(types.UID) bool { return l.running.Load() }
 
@@ -200,6 +205,7 @@ func TestTerminatingOrphanedMirrorPodIsDeleted(t *testing.T) {
 	client := fakeAPI(orphan)
 	l := &lifecycle{}
 	l.running.Store(true)
+	l.gone.Store(types.UID("gone-hash"), true)
 	core := startCore(t, client, l)
 	core.Pods().AddOrUpdate(orphan)
 	core.TriggerMirrors()

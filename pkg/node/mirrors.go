@@ -6,6 +6,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
@@ -89,13 +90,8 @@ func (l *mirrorLoop) reconcile(ctx context.Context) {
 			}
 		}
 	}
-	// An orphaned mirror pod goes at once, also when a graceful deletion
-	// was started by someone else (the garbage collector after the Node
-	// was recreated, a user): only the node finishes a pod's deletion, and
-	// a mirror runs nothing to wait for. Otherwise it would stay
-	// Terminating, and never Ready, for good.
 	for _, m := range c.pods.Mirrors() {
-		if wanted[podspec.FullName(m)] || (m.DeletionTimestamp != nil && ptr.Deref(m.DeletionGracePeriodSeconds, 1) == 0) {
+		if wanted[podspec.FullName(m)] || !orphanGoes(m, c.lifecycle.PodTerminated) {
 			continue
 		}
 		uid := m.UID
@@ -103,4 +99,24 @@ func (l *mirrorLoop) reconcile(ctx context.Context) {
 			log.Error(err, "Deleting an orphaned mirror pod", "pod", klog.KObj(m))
 		}
 	}
+}
+
+// orphanGoes decides whether a mirror pod that no running static pod wants
+// is deleted now. It stays while the static pod it mirrors (config.mirror
+// names its UID) left its source but is still stopping: as with upstream,
+// the API shows that pod running through its grace period, and the mirror
+// goes once the pod has terminated (the engine then triggers a reconcile).
+// Otherwise it goes at once, also when a graceful deletion was started by
+// someone else (the garbage collector after the Node was recreated, a
+// user): only the node finishes a pod's deletion, and a mirror runs nothing
+// to wait for, so it would stay Terminating, and never Ready, for good. One
+// already deleted with grace period 0 needs nothing more.
+func orphanGoes(m *v1.Pod, terminated func(types.UID) bool) bool {
+	if m.DeletionTimestamp != nil && ptr.Deref(m.DeletionGracePeriodSeconds, 1) == 0 {
+		return false
+	}
+	if uid := m.Annotations[podspec.ConfigMirrorAnnotation]; uid != "" && !terminated(types.UID(uid)) {
+		return false
+	}
+	return true
 }
