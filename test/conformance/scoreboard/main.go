@@ -1,8 +1,10 @@
-// Command scoreboard turns upstream e2e runs into the conformance scoreboard
-// (docs/conformance.md). hack/conformance.sh drives it:
+// Command scoreboard turns upstream e2e runs into the conformance scoreboard:
+// a page per spec set (docs/conformance-<set>.md) and the overview of every
+// set (docs/conformance.md). hack/conformance.sh and hack/node-e2e.sh drive it:
 //
 //	scoreboard record  -junit junit_01.xml -set node -kubelet ours ... -out results.json
-//	scoreboard report  -set node -results-dir test/conformance/results -out docs/conformance.md
+//	scoreboard report  -set node -results-dir test/conformance/results -out docs/conformance-node.md
+//	scoreboard index   -results-dir test/conformance/results -out docs/conformance.md
 //	scoreboard regexp  -names FILE | -exclusions FILE   (focus / skip regular expressions)
 //	scoreboard check   -results results.json -names FILE (every listed spec passed)
 package main
@@ -27,6 +29,8 @@ func main() {
 		err = cmdRecord(os.Args[2:])
 	case "report":
 		err = cmdReport(os.Args[2:])
+	case "index":
+		err = cmdIndex(os.Args[2:])
 	case "regexp":
 		err = cmdRegexp(os.Args[2:])
 	case "check":
@@ -41,7 +45,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: scoreboard record|report|regexp|check [flags] (see -h of each)")
+	fmt.Fprintln(os.Stderr, "usage: scoreboard record|report|index|regexp|check [flags] (see -h of each)")
 	os.Exit(2)
 }
 
@@ -93,9 +97,9 @@ func cmdRecord(args []string) error {
 	res.WallSeconds, res.Procs = *wall, *procs
 	// The run's start as the JUnit report has it (the runner's clock, UTC
 	// on these machines), so recording again later keeps the run's date.
-	res.Date = time.Now().UTC().Format("2006-01-02 15:04")
+	res.Date = time.Now().UTC().Format(dateLayout)
 	if t, err := time.Parse("2006-01-02T15:04:05", start); err == nil {
-		res.Date = t.Format("2006-01-02 15:04")
+		res.Date = t.Format(dateLayout)
 	}
 	if err := os.MkdirAll(filepath.Dir(*out), 0o755); err != nil {
 		return err
@@ -114,8 +118,11 @@ func cmdReport(args []string) error {
 	set := fs.String("set", "node", "spec set name")
 	setDoc := fs.String("set-doc", "", "one sentence describing the set")
 	dir := fs.String("results-dir", "test/conformance/results", "where <set>.<kubelet>.json live")
-	out := fs.String("out", "docs/conformance.md", "report to write")
+	out := fs.String("out", "", "report to write (default docs/conformance-<set>.md)")
 	_ = fs.Parse(args)
+	if *out == "" {
+		*out = "docs/conformance-" + *set + ".md"
+	}
 	runs := map[string]*Results{}
 	for _, k := range kubelets {
 		p := filepath.Join(*dir, *set+"."+k+".json")

@@ -22,8 +22,8 @@ func columnTitle(k string, r *Results) string {
 	return "our kubelet"
 }
 
-// WriteReport renders docs/conformance.md from the last results of each
-// kubelet (either may be nil: its column then says "not run").
+// WriteReport renders a set's page, docs/conformance-<set>.md, from the last
+// results of each kubelet (either may be nil: its column then says "not run").
 func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc string) error {
 	var first *Results
 	for _, k := range kubelets {
@@ -39,7 +39,8 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 
 	p("# Conformance scoreboard\n\n")
 	p("Written by `make conformance` (hack/conformance.sh) from the results in\n")
-	p("`test/conformance/results/`; do not edit. How to run it, what the run\n")
+	p("`test/conformance/results/`; do not edit. Every set at a glance:\n")
+	p("[conformance.md](conformance.md). How to run it, what the run\n")
 	p("needs and how the figures are counted: [conformance-run.md](conformance-run.md).\n\n")
 	p("The upstream end-to-end suite %s, set `%s`: %s\n", first.KubeVersion, set, setDoc)
 	p("(focus `%s`, skip `%s`), run against the local cluster with our kubelet\n", mdCode(first.Focus), mdCode(first.Skip))
@@ -66,46 +67,16 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 		st := st
 		row("**"+st+"**", func(r *Results) string { return fmt.Sprint(r.Totals()[st]) })
 	}
-	row("wall time", func(r *Results) string {
-		return fmt.Sprintf("%s (%d ginkgo processes)", (time.Duration(r.WallSeconds) * time.Second).String(), r.Procs)
-	})
+	row("wall time", wallTime)
 	p("\n")
 
 	// Failures of ours by category.
-	if r := runs["ours"]; r != nil {
-		counts := map[string]int{}
-		upstreamPass := map[string]int{}
-		up := index(runs["upstream"])
-		for _, s := range r.Specs {
-			if s.State == Failed {
-				counts[s.Category]++
-				if u, ok := up[s.Name]; ok && u.State == Passed {
-					upstreamPass[s.Category]++
-				}
-			}
-		}
-		if len(counts) > 0 {
+	if runs["ours"] != nil {
+		if causes := failureCauses(runs["ours"], runs["upstream"]); len(causes) > 0 {
 			p("## Our failures by cause\n\n")
 			p("Grouped by what the failure message points at (rules in\n")
 			p("`test/conformance/scoreboard/cause.go`).\n\n")
-			p("| cause | specs | of which the upstream kubelet passes |\n|---|---|---|\n")
-			cats := make([]string, 0, len(counts))
-			for c := range counts {
-				cats = append(cats, c)
-			}
-			sort.Slice(cats, func(i, j int) bool {
-				if counts[cats[i]] != counts[cats[j]] {
-					return counts[cats[i]] > counts[cats[j]]
-				}
-				return cats[i] < cats[j]
-			})
-			for _, c := range cats {
-				up := "–"
-				if runs["upstream"] != nil {
-					up = fmt.Sprint(upstreamPass[c])
-				}
-				p("| %s | %d | %s |\n", mdCell(c), counts[c], up)
-			}
+			writeCauses(w, causes, runs["upstream"] != nil)
 			p("\n")
 		}
 	}
@@ -166,6 +137,75 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 	}
 
 	// Exclusions (the same list applies to both kubelets).
+	if excl := exclusionsOf(runs); len(excl) > 0 {
+		p("## Excluded by name\n\n")
+		p("Specs that need something this machine cannot have; listed with the reason in\n")
+		p("`test/conformance/exclusions.txt` and skipped by exact name for both kubelets.\n\n")
+		writeExclusions(w, excl)
+		p("\n")
+	}
+	return nil
+}
+
+func wallTime(r *Results) string {
+	return fmt.Sprintf("%s (%d ginkgo processes)", (time.Duration(r.WallSeconds) * time.Second).String(), r.Procs)
+}
+
+// causeCount is one failure category of our kubelet's run: how many specs
+// fail with it, and how many of those the upstream kubelet passes.
+type causeCount struct {
+	Category     string
+	Specs        int
+	UpstreamPass int
+}
+
+// failureCauses groups the failures of ours by category, most specs first
+// (upstream may be nil).
+func failureCauses(ours, upstream *Results) []causeCount {
+	counts := map[string]*causeCount{}
+	up := index(upstream)
+	for _, s := range ours.Specs {
+		if s.State != Failed {
+			continue
+		}
+		c := counts[s.Category]
+		if c == nil {
+			c = &causeCount{Category: s.Category}
+			counts[s.Category] = c
+		}
+		c.Specs++
+		if u, ok := up[s.Name]; ok && u.State == Passed {
+			c.UpstreamPass++
+		}
+	}
+	out := make([]causeCount, 0, len(counts))
+	for _, c := range counts {
+		out = append(out, *c)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Specs != out[j].Specs {
+			return out[i].Specs > out[j].Specs
+		}
+		return out[i].Category < out[j].Category
+	})
+	return out
+}
+
+// writeCauses writes the "Our failures by cause" table; the upstream column
+// says "–" when the upstream kubelet has not run.
+func writeCauses(w io.Writer, causes []causeCount, upstreamRan bool) {
+	fmt.Fprintf(w, "| cause | specs | of which the upstream kubelet passes |\n|---|---|---|\n")
+	for _, c := range causes {
+		up := "–"
+		if upstreamRan {
+			up = fmt.Sprint(c.UpstreamPass)
+		}
+		fmt.Fprintf(w, "| %s | %d | %s |\n", mdCell(c.Category), c.Specs, up)
+	}
+}
+
+// exclusionsOf returns the excluded specs of the runs, each once, by name.
+func exclusionsOf(runs map[string]*Results) []Spec {
 	var excl []Spec
 	seen := map[string]bool{}
 	for _, k := range kubelets {
@@ -178,18 +218,15 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 			}
 		}
 	}
-	if len(excl) > 0 {
-		sort.Slice(excl, func(i, j int) bool { return excl[i].Name < excl[j].Name })
-		p("## Excluded by name\n\n")
-		p("Specs that need something this machine cannot have; listed with the reason in\n")
-		p("`test/conformance/exclusions.txt` and skipped by exact name for both kubelets.\n\n")
-		p("| spec | reason |\n|---|---|\n")
-		for _, s := range excl {
-			p("| %s | %s |\n", mdCell(s.Name), mdCell(s.Cause))
-		}
-		p("\n")
+	sort.Slice(excl, func(i, j int) bool { return excl[i].Name < excl[j].Name })
+	return excl
+}
+
+func writeExclusions(w io.Writer, excl []Spec) {
+	fmt.Fprintf(w, "| spec | reason |\n|---|---|\n")
+	for _, s := range excl {
+		fmt.Fprintf(w, "| %s | %s |\n", mdCell(s.Name), mdCell(s.Cause))
 	}
-	return nil
 }
 
 func index(r *Results) map[string]Spec {

@@ -15,16 +15,20 @@ import (
 // test/conformance/results/<set>.<kubelet>.json.
 type Results struct {
 	Set         string  `json:"set"`
-	Kubelet     string  `json:"kubelet"` // "ours" or "upstream"
+	Kubelet     string  `json:"kubelet"`         // "ours" or "upstream"
+	Suite       string  `json:"suite,omitempty"` // the suite's description (suiteDescription, nodeSuiteDescription); see SuiteDescription
 	KubeVersion string  `json:"kubeVersion"`
 	Commit      string  `json:"commit"`
-	Date        string  `json:"date"` // UTC, RFC 3339
+	Date        string  `json:"date"` // UTC, "2006-01-02 15:04" (dateLayout)
 	WallSeconds float64 `json:"wallSeconds"`
 	Procs       int     `json:"procs"`
 	Focus       string  `json:"focus"`
 	Skip        string  `json:"skip"`
 	Specs       []Spec  `json:"specs"`
 }
+
+// dateLayout is the layout of Results.Date.
+const dateLayout = "2006-01-02 15:04"
 
 // Spec is one selected spec's outcome.
 type Spec struct {
@@ -99,6 +103,31 @@ const (
 	nodeSuiteDescription = "E2eNode Suite"
 )
 
+// SuiteDescription is the description of the suite the run ran. Results
+// recorded before they named it say nothing: those of the set node-e2e come
+// from e2e_node.test (hack/node-e2e.sh is the only script that records it),
+// every other set's from e2e.test.
+func (r *Results) SuiteDescription() string {
+	switch {
+	case r.Suite != "":
+		return r.Suite
+	case r.Set == "node-e2e":
+		return nodeSuiteDescription
+	}
+	return suiteDescription
+}
+
+// suiteBinary names the upstream test binary of a suite description.
+func suiteBinary(desc string) string {
+	switch desc {
+	case suiteDescription:
+		return "e2e.test"
+	case nodeSuiteDescription:
+		return "e2e_node.test"
+	}
+	return desc
+}
+
 // exactRegexp matches exactly the spec of the suite with the given full name.
 func exactRegexp(suite, name string) string {
 	return "^" + regexp.QuoteMeta(suite+" "+name) + "$"
@@ -131,7 +160,7 @@ func Record(ran []ranSpec, suite, focus, skip string, excl []Exclusion) (*Result
 	for _, e := range excl {
 		excluded[e.Name] = e.Reason
 	}
-	res := &Results{Focus: focus, Skip: skip}
+	res := &Results{Suite: suite, Focus: focus, Skip: skip}
 	seen := map[string]bool{}
 	for _, r := range ran {
 		if !selected(suite, r.Name, fre, sre) || seen[r.Name] {

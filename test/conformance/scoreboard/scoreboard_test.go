@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -240,6 +242,7 @@ func TestReportShowsBothColumnsAndEveryNonPass(t *testing.T) {
 		"| b | **FAIL**: logs &lt;ip&gt;:10250 \\| refused | pass |",
 		"| kubelet API (10250): container logs not served | 1 | 1 |",
 		"| e | no registry |",
+		"[conformance.md](conformance.md)", // the overview of every set
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -289,5 +292,189 @@ func TestRecordKeepsTheKubeletsEvidence(t *testing.T) {
 	if s.Cause != "Timed out after <t>." || !strings.Contains(s.Evidence, "needs ConfigMap/Secret access") ||
 		!strings.HasPrefix(s.Category, "kubelet: ConfigMap/Secret access") {
 		t.Errorf("got %+v", s)
+	}
+}
+
+// writeResults writes r as dir/<set>.<kubelet>.json, as record does.
+func writeResults(t *testing.T, dir string, r *Results) {
+	t.Helper()
+	if err := writeJSON(filepath.Join(dir, r.Set+"."+r.Kubelet+".json"), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSortSets(t *testing.T) {
+	for _, tc := range []struct{ in, want []string }{
+		{[]string{"zeta", "node-e2e", "full", "alpha", "serial", "node"}, []string{"node", "full", "serial", "node-e2e", "alpha", "zeta"}},
+		{[]string{"node-e2e", "node"}, []string{"node", "node-e2e"}},
+		{[]string{"b", "a"}, []string{"a", "b"}},
+	} {
+		got := append([]string(nil), tc.in...)
+		sortSets(got)
+		if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("sortSets(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestFailureSplitAndSessionNote(t *testing.T) {
+	ours := &Results{Date: "2026-11-24 21:48", Specs: []Spec{
+		{Name: "both", State: Failed}, {Name: "ours", State: Failed}, {Name: "up", State: Passed},
+		{Name: "ours-only-selected", State: Failed}, {Name: "up-skipped", State: Failed},
+	}}
+	upstream := &Results{Date: "2026-11-24 22:23", Specs: []Spec{
+		{Name: "both", State: Failed}, {Name: "ours", State: Passed}, {Name: "up", State: Failed},
+		{Name: "up-skipped", State: Skipped}, {Name: "up-only-selected", State: Failed},
+	}}
+	if b, o, u := failureSplit(ours, upstream); b != 1 || o != 3 || u != 2 {
+		t.Errorf("failureSplit = both %d, ours alone %d, upstream alone %d; want 1, 3, 2", b, o, u)
+	}
+	for _, tc := range []struct{ ours, up, want string }{
+		{"2026-11-24 21:48", "2026-11-24 22:23", "Both runs from one session, 35 min apart."},
+		{"2026-11-28 19:12", "2026-11-27 19:12", "Both runs from one session, 1 day apart."},
+		{"2026-11-28 19:12", "2026-11-24 22:23", "**Not from one session**: our kubelet ran on 2026-11-28 19:12, the upstream kubelet on 2026-11-24 22:23 (UTC), 3 days 20 h 49 min apart."},
+		{"2026-11-25 19:13", "2026-11-24 19:12", "**Not from one session**: our kubelet ran on 2026-11-25 19:13, the upstream kubelet on 2026-11-24 19:12 (UTC), 1 day 1 min apart."},
+		{"yesterday", "2026-11-24 19:12", "Run dates: our kubelet yesterday, the upstream kubelet 2026-11-24 19:12 (UTC)."},
+	} {
+		if got := sessionNote(&Results{Date: tc.ours}, &Results{Date: tc.up}); got != tc.want {
+			t.Errorf("sessionNote(%s, %s)\n got %q\nwant %q", tc.ours, tc.up, got, tc.want)
+		}
+	}
+	if got := sessionNote(ours, nil); got != "" {
+		t.Errorf("sessionNote with one run = %q", got)
+	}
+}
+
+func TestSuiteDescriptionOfOldResults(t *testing.T) {
+	for _, tc := range []struct {
+		r         Results
+		desc, bin string
+	}{
+		{Results{Set: "node"}, suiteDescription, "e2e.test"},
+		{Results{Set: "full"}, suiteDescription, "e2e.test"},
+		{Results{Set: "node-e2e"}, nodeSuiteDescription, "e2e_node.test"},
+		{Results{Set: "x", Suite: nodeSuiteDescription}, nodeSuiteDescription, "e2e_node.test"},
+		{Results{Set: "y", Suite: "Other suite"}, "Other suite", "Other suite"},
+	} {
+		if got := tc.r.SuiteDescription(); got != tc.desc || suiteBinary(got) != tc.bin {
+			t.Errorf("set %q suite %q: %q (%s), want %q (%s)", tc.r.Set, tc.r.Suite, got, suiteBinary(got), tc.desc, tc.bin)
+		}
+	}
+	ran := []ranSpec{{Name: "[sig-node] X [NodeConformance]", State: Passed}}
+	res, err := Record(ran, nodeSuiteDescription, focus, skip, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Suite != nodeSuiteDescription {
+		t.Errorf("Record keeps suite %q, want %q", res.Suite, nodeSuiteDescription)
+	}
+}
+
+// The overview of a results directory: a set both kubelets ran more than a
+// day apart, a node-e2e set only ours ran, files that are not results.
+func TestIndex(t *testing.T) {
+	dir := t.TempDir()
+	excl := Spec{Name: "[sig-node] needs a registry [Conformance]", State: Excluded, Cause: "no registry | here"}
+	writeResults(t, dir, &Results{Set: "full", Kubelet: "ours", KubeVersion: "v1.37.2", Commit: "aaa", Date: "2026-11-28 19:12",
+		WallSeconds: 2441, Procs: 6, Focus: `\[Conformance\]`, Skip: `\[Serial\]`, Specs: []Spec{
+			{Name: "p", State: Passed},
+			{Name: "both", State: Failed, Category: "image pull"},
+			{Name: "ours1", State: Failed, Category: "image pull"},
+			{Name: "ours2", State: Failed, Category: "other"},
+			{Name: "up1", State: Passed},
+			excl,
+		}})
+	writeResults(t, dir, &Results{Set: "full", Kubelet: "upstream", KubeVersion: "v1.37.2", Commit: "bbb", Date: "2026-11-25 18:26",
+		WallSeconds: 2457, Procs: 6, Focus: `\[Conformance\]`, Skip: `\[Serial\]`, Specs: []Spec{
+			{Name: "p", State: Passed},
+			{Name: "both", State: Failed, Category: "image pull"},
+			{Name: "ours1", State: Passed},
+			{Name: "ours2", State: Skipped},
+			{Name: "up1", State: Failed},
+			excl,
+		}})
+	writeResults(t, dir, &Results{Set: "node-e2e", Kubelet: "ours", Suite: nodeSuiteDescription, KubeVersion: "v1.37.2", Commit: "ccc",
+		Date: "2026-11-29 10:00", WallSeconds: 600, Procs: 4, Focus: `\[NodeConformance\]`, Specs: []Spec{
+			{Name: "n1", State: Passed}, {Name: "n2", State: Passed},
+		}})
+	for _, junk := range []string{"notes.txt", "full.ours.json.tmp", "full.other.json"} {
+		if err := os.WriteFile(filepath.Join(dir, junk), []byte("not results"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sets, err := readSets(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sets) != 2 || sets[0].Set != "full" || sets[1].Set != "node-e2e" {
+		t.Fatalf("readSets: %+v", sets)
+	}
+	var buf bytes.Buffer
+	if err := WriteIndex(&buf, sets); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+
+	full := strings.Index(out, "## `full`: e2e.test\n")
+	nodeE2E := strings.Index(out, "## `node-e2e`: e2e_node.test\n")
+	if full < 0 || nodeE2E < full {
+		t.Fatalf("want the full section, then node-e2e's:\n%s", out)
+	}
+	fullSec, nodeSec := out[full:nodeE2E], out[nodeE2E:]
+	for _, tc := range []struct {
+		section, name string
+		want          []string
+	}{
+		{out[:full], "summary", []string{
+			"| `full` | e2e.test v1.37.2 | 2 / 6 | 2 / 6 | [conformance-full.md](conformance-full.md) |",
+			"| `node-e2e` | e2e_node.test v1.37.2 | 2 / 2 | not run | [conformance-node-e2e.md](conformance-node-e2e.md) |",
+			"[conformance-run.md](conformance-run.md)",
+		}},
+		{fullSec, "full", []string{
+			"Upstream's `e2e.test` (\"Kubernetes e2e suite\") v1.37.2, focus `\\[Conformance\\]`, skip `\\[Serial\\]`.",
+			"| date (UTC) | 2026-11-28 19:12 | 2026-11-25 18:26 |",
+			"| commit | `aaa` | `bbb` |",
+			"| selected | 6 | 6 |",
+			"| failed | 3 | 2 |",
+			"| excluded | 1 | 1 |",
+			"| wall time | 40m41s (6 ginkgo processes) | 40m57s (6 ginkgo processes) |",
+			"**Not from one session**: our kubelet ran on 2026-11-28 19:12, the upstream kubelet on 2026-11-25 18:26 (UTC), 3 days 46 min apart.",
+			"Failing with both kubelets: 1; with our kubelet alone: 2; with the upstream kubelet alone: 1.",
+			"| image pull | 2 | 1 |\n| other | 1 | 0 |\n",
+			"| [sig-node] needs a registry [Conformance] | no registry \\| here |",
+			"[conformance-full.md](conformance-full.md)",
+		}},
+		{nodeSec, "node-e2e", []string{
+			"Upstream's `e2e_node.test` (\"E2eNode Suite\") v1.37.2",
+			"| date (UTC) | 2026-11-29 10:00 | not run |",
+			"The upstream kubelet has not run this set: no comparison. Failing with our kubelet: 0.",
+			"Our failures by cause: none.",
+			"Excluded by name: none.",
+			"[conformance-node-e2e.md](conformance-node-e2e.md)",
+		}},
+	} {
+		for _, w := range tc.want {
+			if !strings.Contains(tc.section, w) {
+				t.Errorf("%s section lacks %q:\n%s", tc.name, w, tc.section)
+			}
+		}
+	}
+	if strings.Contains(nodeSec, "session") {
+		t.Errorf("a set with one run speaks of sessions:\n%s", nodeSec)
+	}
+
+	// Only the upstream kubelet ran: no cause table (it is ours), the
+	// upstream failures counted.
+	buf.Reset()
+	up := sets[0].Runs["upstream"]
+	if err := WriteIndex(&buf, []SetRuns{{Set: "full", Runs: map[string]*Results{"upstream": up}}}); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "Our kubelet has not run this set. Failing with the upstream kubelet: 2.") ||
+		strings.Contains(out, "by cause") || !strings.Contains(out, "| `full` | e2e.test v1.37.2 | not run | 2 / 6 |") {
+		t.Errorf("upstream-only overview:\n%s", out)
+	}
+	if err := WriteIndex(&buf, nil); err == nil {
+		t.Error("WriteIndex of no sets: no error")
 	}
 }
