@@ -406,9 +406,9 @@ mkdir -p "$RESULTS_DIR"
 "$OUT/bin/scoreboard" record -junit "$junit" -set "$SET" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
   -exclusions "$EXCLUSIONS" -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" \
   -out "$RESULTS_DIR/$SET.$KIND.json" | sed 's/^/[conformance]    /'
-report=docs/conformance.md
-[ "$SET" = node ] || report=docs/conformance-$SET.md
+report=docs/conformance-$SET.md
 "$OUT/bin/scoreboard" report -set "$SET" -set-doc "$SET_DOC" -results-dir "$RESULTS_DIR" -out "$report"
+"$OUT/bin/scoreboard" index -results-dir "$RESULTS_DIR" -out docs/conformance.md
 stage "done"
 echo "[conformance] wrote $report and $RESULTS_DIR/$SET.$KIND.json in $(((SECONDS - T0) / 60))m$(((SECONDS - T0) % 60))s"
 if [ -n "$interrupted" ]; then

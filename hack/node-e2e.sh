@@ -242,4 +242,5 @@ excl=()
   "${excl[@]}" -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" \
   -out "$RESULTS_DIR/$SET.$KIND.json" | sed 's/^/[node-e2e]    /'
 "$OUT/bin/scoreboard" report -set "$SET" -set-doc "$SET_DOC" -results-dir "$RESULTS_DIR" -out "docs/conformance-$SET.md"
+"$OUT/bin/scoreboard" index -results-dir "$RESULTS_DIR" -out docs/conformance.md
 echo "[node-e2e] wrote docs/conformance-$SET.md and $RESULTS_DIR/$SET.$KIND.json in $(((SECONDS - T0) / 60))m$(((SECONDS - T0) % 60))s"
