@@ -80,7 +80,8 @@ bench-churn:
 
 # The conformance scoreboard: the upstream e2e suite's parallel
 # [NodeConformance] specs against this kubelet as the local cluster's node;
-# writes docs/conformance.md (both kubelets' columns). 30-60 minutes, plus
+# writes docs/conformance-node.md (both kubelets' columns) and the overview
+# of every set, docs/conformance.md. 30-60 minutes, plus
 # the first build of the suite. Variables: CONFORMANCE_KUBELET=upstream (the
 # upstream kubelet, for the comparison column), CONFORMANCE_SET=full
 # or serial (other spec sets), CONFORMANCE_SUBSET=FILE (just those specs, as

@@ -26,9 +26,9 @@
 #   CONFORMANCE_PROCS     ginkgo processes (default 4; 1 for the serial set)
 #   CONFORMANCE_TIMEOUT   ginkgo suite timeout (default 3h)
 #
-# A full run writes test/conformance/results/<set>.<kubelet>.json and
-# regenerates the report from the last results of both kubelets:
-# docs/conformance.md for the node set, docs/conformance-<set>.md otherwise.
+# A full run writes test/conformance/results/<set>.<kubelet>.json,
+# regenerates the set's page docs/conformance-<set>.md from the last results
+# of both kubelets, and the overview of every set, docs/conformance.md.
 # Run logs, the JUnit report and the kubelet log stay in
 # _output/conformance/<set>-<kubelet>/. Exits non-zero when the run itself
 # could not be done (or, with CONFORMANCE_SUBSET, when a listed spec did not

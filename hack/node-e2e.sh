@@ -28,7 +28,7 @@
 # e2e images imported (no registry is reachable: --prepull-images=false).
 #
 # Writes test/conformance/results/<set>.<kubelet>.json and
-# docs/conformance-<set>.md; logs, the JUnit report and the kubelet's log
+# docs/conformance-<set>.md and the overview docs/conformance.md; logs, the JUnit report and the kubelet's log
 # stay in _output/conformance/<set>-<kubelet>/.
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -243,4 +243,4 @@ excl=()
   -out "$RESULTS_DIR/$SET.$KIND.json" | sed 's/^/[node-e2e]    /'
 "$OUT/bin/scoreboard" report -set "$SET" -set-doc "$SET_DOC" -results-dir "$RESULTS_DIR" -out "docs/conformance-$SET.md"
 "$OUT/bin/scoreboard" index -results-dir "$RESULTS_DIR" -out docs/conformance.md
-echo "[node-e2e] wrote docs/conformance-$SET.md and $RESULTS_DIR/$SET.$KIND.json in $(((SECONDS - T0) / 60))m$(((SECONDS - T0) % 60))s"
+echo "[node-e2e] wrote docs/conformance-$SET.md, the overview docs/conformance.md and $RESULTS_DIR/$SET.$KIND.json in $(((SECONDS - T0) / 60))m$(((SECONDS - T0) % 60))s"

@@ -42,10 +42,17 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 	p("`test/conformance/results/`; do not edit. Every set at a glance:\n")
 	p("[conformance.md](conformance.md). How to run it, what the run\n")
 	p("needs and how the figures are counted: [conformance-run.md](conformance-run.md).\n\n")
-	p("The upstream end-to-end suite %s, set `%s`: %s\n", first.KubeVersion, set, setDoc)
-	p("(focus `%s`, skip `%s`), run against the local cluster with our kubelet\n", mdCode(first.Focus), mdCode(first.Skip))
-	p("and, for comparison, with the upstream kubelet of the same version on the\n")
-	p("same cluster, machine and containerd.\n\n")
+	if first.SuiteDescription() == nodeSuiteDescription {
+		p("Upstream's node end-to-end suite (`e2e_node.test`) %s, set `%s`: %s\n", first.KubeVersion, set, setDoc)
+		p("(focus `%s`, skip `%s`). The suite runs its own API server and starts the\n", mdCode(first.Focus), mdCode(first.Skip))
+		p("kubelet binary itself: our kubelet and, for comparison, the upstream kubelet of\n")
+		p("the same version, on the same machine and containerd (hack/node-e2e.sh).\n\n")
+	} else {
+		p("The upstream end-to-end suite %s, set `%s`: %s\n", first.KubeVersion, set, setDoc)
+		p("(focus `%s`, skip `%s`), run against the local cluster with our kubelet\n", mdCode(first.Focus), mdCode(first.Skip))
+		p("and, for comparison, with the upstream kubelet of the same version on the\n")
+		p("same cluster, machine and containerd.\n\n")
+	}
 
 	// Totals.
 	p("| | %s | %s |\n|---|---|---|\n", columnTitle("ours", runs["ours"]), columnTitle("upstream", runs["upstream"]))
@@ -140,7 +147,7 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 	if excl := exclusionsOf(runs); len(excl) > 0 {
 		p("## Excluded by name\n\n")
 		p("Specs that need something this machine cannot have; listed with the reason in\n")
-		p("`test/conformance/exclusions.txt` and skipped by exact name for both kubelets.\n\n")
+		p("`test/conformance/%s` and skipped by exact name for both kubelets.\n\n", exclusionsFile(first))
 		writeExclusions(w, excl)
 		p("\n")
 	}
@@ -251,4 +258,14 @@ func mdCell(s string) string {
 // mdCode makes text safe inside a `code span` in a table or paragraph.
 func mdCode(s string) string {
 	return strings.ReplaceAll(s, "`", "'")
+}
+
+// exclusionsFile names the exclusions list of the run's suite (the
+// harnesses read exclusions.txt for e2e.test, exclusions-node-e2e.txt for
+// e2e_node.test).
+func exclusionsFile(r *Results) string {
+	if r.SuiteDescription() == nodeSuiteDescription {
+		return "exclusions-node-e2e.txt"
+	}
+	return "exclusions.txt"
 }
