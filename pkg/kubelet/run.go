@@ -250,6 +250,11 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
+	// valueFrom.fileKeyRef reads files in the pod's volumes (EnvFiles).
+	var volumeDir func(*v1.Pod, string) (string, error)
+	if s.Features.Enabled(features.EnvFiles) {
+		volumeDir = volumes.VolumeDir
+	}
 	rt, err := kuberuntime.New(ctx, kuberuntime.Options{
 		RuntimeEndpoint:       cfg.ContainerRuntimeEndpoint,
 		ImageEndpoint:         cfg.ImageServiceEndpoint,
@@ -270,6 +275,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		SerializeImagePulls:   cfg.SerializeImagePulls == nil || *cfg.SerializeImagePulls,
 		MaxParallelImagePulls: int(deref(cfg.MaxParallelImagePulls)),
 		Mounts:                volumes.ContainerMounts,
+		VolumeDir:             volumeDir,
 		ContainerOptions:      plugins.containerOptions,
 		PrepareResources:      plugins.dra.PrepareResources,
 		Liveness: func(uid types.UID, name, containerID string) (bool, string) {

@@ -68,6 +68,26 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 	return out, nil
 }
 
+var _ container.VolumeDirFunc = (*Manager)(nil).VolumeDir
+
+// VolumeDir returns the host directory of the pod's volume name, as
+// SetUpPod prepared it; an error when the pod or the volume is not set up.
+func (m *Manager) VolumeDir(pod *v1.Pod, name string) (string, error) {
+	m.mu.Lock()
+	pv := m.pods[pod.UID]
+	m.mu.Unlock()
+	if pv == nil {
+		return "", fmt.Errorf("the volumes of pod %s/%s are not set up", pod.Namespace, pod.Name)
+	}
+	pv.mu.Lock()
+	defer pv.mu.Unlock()
+	vs := pv.vols[name]
+	if vs == nil || !vs.ready {
+		return "", fmt.Errorf("volume %q is not set up", name)
+	}
+	return vs.path, nil
+}
+
 // ExpandSubPathExpr expands $(VAR) references in a subPathExpr with the
 // container's environment, by envvars.Expand's rules ("$$" is a literal
 // "$"). A variable that is not set or empty is an error naming every such

@@ -63,6 +63,9 @@ const (
 	H2CContainerProbe Feature = "H2CContainerProbe"
 	// GRPCContainerProbeTLS: grpc probes over TLS (alpha, off by default).
 	GRPCContainerProbeTLS Feature = "GRPCContainerProbeTLS"
+	// EnvFiles: env vars read from a file in an emptyDir volume
+	// (valueFrom.fileKeyRef; beta, on by default since 1.35).
+	EnvFiles Feature = "EnvFiles"
 )
 
 // offByDefault are the wired gates upstream has off by default (alpha
@@ -116,6 +119,7 @@ var Table = []Gate{
 	{ContainerRestartRules, Wired, "pkg/pod/podspec, pkg/engine/cri", "on: a container's own restartPolicy and restartPolicyRules (action Restart) decide its restarts before the pod's policy; off: a pod that sets them (other than a sidecar's restartPolicy Always) is rejected with reason ContainerRestartRulesNotSupported"},
 	{CustomCPUCFSQuotaPeriod, Wired, "pkg/config/kubeletconfig", "off (the default until 1.35): a cpuCFSQuotaPeriod other than 100ms is refused; on: it must be 1ms to 1s"},
 	{EmptyDirVolumeMode, Wired, "pkg/kubelet, pkg/volume", "on: an emptyDir's mode is its directory's permission bits (a tmpfs's root for medium Memory), before an fsGroup's ownership; off (the default): it is ignored, as upstream ignores it, and the pod gets a VolumeFieldsIgnored warning"},
+	{EnvFiles, Wired, "pkg/kubelet, pkg/runtime/kuberuntime, pkg/pod/envvars", "on: an env var's valueFrom.fileKeyRef is read from the env file at its path in the pod's emptyDir volume (single-quoted values; a missing file or key keeps the container waiting with CreateContainerConfigError unless optional); off: a container that uses one waits with CreateContainerConfigError naming the gate"},
 	{GRPCContainerProbeTLS, Wired, "pkg/kubelet, pkg/pod/prober", "on: a grpc probe with mode TLS connects over TLS without verifying the certificate; off (the default): mode is ignored (plaintext), as upstream ignores it, and the pod gets a ProbeFieldsIgnored warning"},
 	{GracefulNodeShutdown, Wired, "pkg/config/kubeletconfig", "off: shutdownGracePeriod and shutdownGracePeriodCriticalPods are refused, so graceful node shutdown cannot be turned on"},
 	{H2CContainerProbe, Wired, "pkg/kubelet, pkg/pod/prober", "on: an httpGet probe with protocol HTTP2 speaks HTTP/2 cleartext with prior knowledge (the API allows it only with scheme HTTP); off (the default): protocol is ignored (HTTP/1.1), as upstream ignores it, and the pod gets a ProbeFieldsIgnored warning. Lifecycle hooks' httpGet ignores protocol, as upstream's, with a LifecycleProtocolIgnored warning"},
@@ -137,7 +141,6 @@ var Table = []Gate{
 	{"ContainerStopSignals", Lacking, "", "lifecycle.stopSignal (pods using it wait with a reason)"},
 	{"DRAExtendedResource", Lacking, "", "extended resources backed by DRA"},
 	{"DisableCPUQuotaWithExclusiveCPUs", Lacking, "", "exclusive CPUs of the CPU manager, whose CFS quota it disables"},
-	{"EnvFiles", Lacking, "", "environment variables from files (fileKeyRef)"},
 	{"EventedPLEG", Lacking, "", "upstream's evented PLEG, whose cache the event stream fills (this kubelet relists every second, and at once when the CRI event stream reports an exit, whatever the gate says)"},
 	{"GracefulNodeShutdownBasedOnPodPriority", Lacking, "", "shutdownGracePeriodByPodPriority"},
 	{"HugepageAwareEviction", Lacking, "", "hugepages in eviction decisions (1.36+)"},

@@ -323,7 +323,7 @@ func TestResolve(t *testing.T) {
 			class:   errdefs.IsInvalid,
 		},
 		{
-			name:    "fileKeyRef",
+			name:    "fileKeyRef with the EnvFiles gate off",
 			c:       v1.Container{Env: []v1.EnvVar{{Name: "X", ValueFrom: &v1.EnvVarSource{FileKeyRef: &v1.FileKeySelector{VolumeName: "v", Path: "p", Key: "k"}}}}},
 			wantErr: "env X: fileKeyRef",
 			class:   errdefs.IsTerminal,

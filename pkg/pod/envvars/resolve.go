@@ -11,9 +11,9 @@ import (
 )
 
 // RefusedFileKeyRef is why a container with an env var from a file
-// (valueFrom.fileKeyRef, the EnvFiles feature) waits: this kubelet lacks
-// it.
-const RefusedFileKeyRef = "fileKeyRef (the EnvFiles feature) is not supported by this kubelet"
+// (valueFrom.fileKeyRef) waits when the EnvFiles feature gate is off (or
+// the kubelet has no volume manager to find the file in).
+const RefusedFileKeyRef = "fileKeyRef needs the EnvFiles feature gate, which is off"
 
 // Sources are the ConfigMaps and Secrets of the pod's namespace that a
 // container refers to, by name, as Fetch read them. A name mapped to nil,
@@ -35,6 +35,11 @@ type Inputs struct {
 	// ServiceEnv are the service link variables (ServiceEnv); nil when the
 	// kubelet has no API server.
 	ServiceEnv []v1.EnvVar
+	// FileKey reads a valueFrom.fileKeyRef from the pod's emptyDir volume
+	// (FileKeyValue over the volume's directory): the value, and whether
+	// the key is defined with a non-empty value. Nil: fileKeyRef is refused
+	// (the EnvFiles gate is off).
+	FileKey func(ref *v1.FileKeySelector) (string, bool, error)
 }
 
 // Resolve returns container c's environment, as the upstream kubelet
@@ -44,9 +49,10 @@ type Inputs struct {
 //     prefix; a missing source is an error unless optional;
 //  2. env, in order: a value has its $(VAR) references expanded against the
 //     variables defined so far and the service variables; a valueFrom is
-//     resolved (fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef;
-//     a missing ConfigMap, Secret or key is an error unless optional, and an
-//     optional one that is missing leaves the variable out);
+//     resolved (fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef,
+//     fileKeyRef; a missing ConfigMap, Secret, file or key is an error
+//     unless optional, and an optional one that is missing leaves the
+//     variable out);
 //  3. the service variables not defined by 1 or 2.
 //
 // A later definition of a name replaces the value of an earlier one in
@@ -160,7 +166,23 @@ func Resolve(pod *v1.Pod, c *v1.Container, in Inputs) ([]v1.EnvVar, error) {
 			}
 			v = string(sv)
 		case e.ValueFrom.FileKeyRef != nil:
-			return nil, errdefs.Terminal(fmt.Errorf("env %s: "+RefusedFileKeyRef, e.Name))
+			ref := e.ValueFrom.FileKeyRef
+			if in.FileKey == nil {
+				return nil, errdefs.Terminal(fmt.Errorf("env %s: "+RefusedFileKeyRef, e.Name))
+			}
+			fv, ok, err := in.FileKey(ref)
+			if err != nil {
+				// The file may not be written yet (an init container
+				// writes it): retried at the next sync, as upstream.
+				return nil, errdefs.NotFound(fmt.Errorf("env %s: %w", e.Name, err))
+			}
+			if !ok {
+				if isTrue(ref.Optional) {
+					continue
+				}
+				return nil, errdefs.NotFound(fmt.Errorf("environment variable key %q not found in file %q of volume %q", ref.Key, ref.Path, ref.VolumeName))
+			}
+			v = fv
 		}
 		set(e.Name, v)
 	}

@@ -25,3 +25,8 @@ type Mount struct {
 // error makes the container wait with CreateContainerConfigError and the
 // error as message.
 type MountsFunc func(ctx context.Context, pod *v1.Pod, c *v1.Container, env func(string) (string, bool)) ([]Mount, error)
+
+// VolumeDirFunc returns the host directory of one of the pod's volumes, by
+// its name in the pod spec, once the volume manager has prepared it (for
+// env vars read from a file in a volume: valueFrom.fileKeyRef).
+type VolumeDirFunc func(pod *v1.Pod, name string) (string, error)

@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -41,7 +42,33 @@ func (m *Manager) containerEnv(ctx context.Context, pod *v1.Pod, c *v1.Container
 	if deps.NodeAllocatable != nil && needsAllocatable(c) {
 		in.NodeAllocatable = deps.NodeAllocatable()
 	}
+	if m.opts.VolumeDir != nil {
+		in.FileKey = func(ref *v1.FileKeySelector) (string, bool, error) {
+			return m.fileKey(pod, ref)
+		}
+	}
 	return envvars.Resolve(pod, c, in)
+}
+
+// fileKey reads a fileKeyRef from the pod's volume, which must be an
+// emptyDir (the API server's validation says so; a static pod's manifest
+// reaches the kubelet unvalidated).
+func (m *Manager) fileKey(pod *v1.Pod, ref *v1.FileKeySelector) (string, bool, error) {
+	emptyDir := false
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == ref.VolumeName {
+			emptyDir = v.EmptyDir != nil
+			break
+		}
+	}
+	if !emptyDir {
+		return "", false, fmt.Errorf("fileKeyRef volume %q is not an emptyDir volume of the pod", ref.VolumeName)
+	}
+	dir, err := m.opts.VolumeDir(pod, ref.VolumeName)
+	if err != nil {
+		return "", false, err
+	}
+	return envvars.FileKeyValue(dir, ref)
 }
 
 func needsAllocatable(c *v1.Container) bool {

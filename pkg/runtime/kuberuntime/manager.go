@@ -117,6 +117,9 @@ type Options struct {
 	// ContainerMounts). Without it, a container with volumeMounts waits
 	// with CreateContainerConfigError.
 	Mounts container.MountsFunc
+	// VolumeDir finds a pod volume's directory for env vars read from a
+	// file in it (valueFrom.fileKeyRef); nil refuses them (EnvFiles off).
+	VolumeDir container.VolumeDirFunc
 
 	// Actuated records what each container was last given; with it,
 	// SyncPod resizes running containers whose allocation changed (see

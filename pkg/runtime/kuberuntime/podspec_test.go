@@ -3,6 +3,7 @@ package kuberuntime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
@@ -279,6 +281,51 @@ func TestEnvironmentEndToEnd(t *testing.T) {
 	}
 	if ev := e.events(); !strings.Contains(ev, "Warning Failed Error: couldn't find key nokey in ConfigMap team/cfg") {
 		t.Errorf("events:\n%s", ev)
+	}
+}
+
+// An env var from a file in the pod's emptyDir (EnvFiles): read from the
+// volume's directory; a volume that is not an emptyDir is refused (static
+// pods are not validated by the API server); without VolumeDir (the gate
+// off) the container waits with a message naming the gate.
+func TestEnvFromFileInVolume(t *testing.T) {
+	volDir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(volDir, "app.env"), []byte("# written by init\nDB='postgres'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withDir := func(o *Options) {
+		o.VolumeDir = func(pod *v1.Pod, name string) (string, error) {
+			if name != "shared" {
+				return "", fmt.Errorf("volume %q is not set up", name)
+			}
+			return volDir, nil
+		}
+	}
+	pod := func(uid string, vol v1.VolumeSource) *v1.Pod {
+		p := basicPod(v1.Container{Name: "app", Env: []v1.EnvVar{{Name: "DB", ValueFrom: &v1.EnvVarSource{
+			FileKeyRef: &v1.FileKeySelector{VolumeName: "shared", Path: "app.env", Key: "DB"}}}}})
+		p.UID = types.UID(uid)
+		p.Spec.Volumes = []v1.Volume{{Name: "shared", VolumeSource: vol}}
+		return p
+	}
+
+	e := newPSEnv(t, withDir)
+	if r := e.sync(t, pod("uid-ok", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}})); r.Error() != nil {
+		t.Fatalf("%s: %v", steps(r), r.Error())
+	}
+	if got := envMap(e.rs.config("app"))["DB"]; got != "postgres" {
+		t.Errorf("DB = %q, want postgres", got)
+	}
+
+	r := e.sync(t, pod("uid-hostpath", v1.VolumeSource{HostPath: &v1.HostPathVolumeSource{Path: volDir}}))
+	if w := r.WaitingReasons()["app"]; w.Reason != ReasonCreateContainerConfigError || !strings.Contains(w.Message, `volume "shared" is not an emptyDir`) {
+		t.Errorf("hostPath volume: waiting %+v", w)
+	}
+
+	off := newPSEnv(t, nil)
+	r = off.sync(t, pod("uid-off", v1.VolumeSource{EmptyDir: &v1.EmptyDirVolumeSource{}}))
+	if w := r.WaitingReasons()["app"]; w.Reason != ReasonCreateContainerConfigError || !strings.Contains(w.Message, "EnvFiles feature gate") {
+		t.Errorf("gate off: waiting %+v", w)
 	}
 }
 
