@@ -360,8 +360,11 @@ func (r resolver) StatusTarget(uid types.UID) (statuswriter.Target, bool) {
 		return statuswriter.Target{}, false
 	}
 	if podspec.IsStatic(p) {
+		// Only its own mirror: while a replaced static pod (same full name,
+		// an older manifest) still stops, the mirror there is the old
+		// pod's, and keeps the old pod's status until it goes.
 		m, ok := r.c.pods.MirrorOf(p)
-		if !ok {
+		if !ok || !mirrorpod.IsMirrorOf(m, p) {
 			return statuswriter.Target{}, false
 		}
 		return statuswriter.Target{Pod: m, Mirror: true}, true

@@ -76,6 +76,12 @@ func (l *mirrorLoop) reconcile(ctx context.Context) {
 		wanted[podspec.FullName(p)] = true
 		mirror, _ := c.pods.MirrorOf(p)
 		create, del := mirrorpod.Needs(p, mirror)
+		if del && !staleMirrorGoes(mirror, c.lifecycle.PodTerminated) {
+			// The static pod was replaced (its manifest changed) and the
+			// pod it replaced still stops: its mirror stays until then;
+			// the new pod starts only after it, too (podworkers).
+			continue
+		}
 		if del {
 			uid := mirror.UID
 			if _, err := l.client.DeleteMirror(ctx, podspec.FullName(mirror), &uid); err != nil {
@@ -91,7 +97,7 @@ func (l *mirrorLoop) reconcile(ctx context.Context) {
 		}
 	}
 	for _, m := range c.pods.Mirrors() {
-		if wanted[podspec.FullName(m)] || !orphanGoes(m, c.lifecycle.PodTerminated) {
+		if wanted[podspec.FullName(m)] || !staleMirrorGoes(m, c.lifecycle.PodTerminated) {
 			continue
 		}
 		uid := m.UID
@@ -101,17 +107,18 @@ func (l *mirrorLoop) reconcile(ctx context.Context) {
 	}
 }
 
-// orphanGoes decides whether a mirror pod that no running static pod wants
-// is deleted now. It stays while the static pod it mirrors (config.mirror
-// names its UID) left its source but is still stopping: as with upstream,
-// the API shows that pod running through its grace period, and the mirror
-// goes once the pod has terminated (the engine then triggers a reconcile).
+// staleMirrorGoes decides whether a mirror pod that no running static pod
+// wants (its static pod left its source, or was replaced by a changed
+// manifest) is deleted now. It stays while the static pod it mirrors
+// (config.mirror names its UID) is still stopping: as with upstream, the API
+// shows that pod running through its grace period, and the mirror goes once
+// the pod has terminated (the engine then triggers a reconcile).
 // Otherwise it goes at once, also when a graceful deletion was started by
 // someone else (the garbage collector after the Node was recreated, a
 // user): only the node finishes a pod's deletion, and a mirror runs nothing
 // to wait for, so it would stay Terminating, and never Ready, for good. One
 // already deleted with grace period 0 needs nothing more.
-func orphanGoes(m *v1.Pod, terminated func(types.UID) bool) bool {
+func staleMirrorGoes(m *v1.Pod, terminated func(types.UID) bool) bool {
 	if m.DeletionTimestamp != nil && ptr.Deref(m.DeletionGracePeriodSeconds, 1) == 0 {
 		return false
 	}

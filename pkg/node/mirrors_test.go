@@ -11,7 +11,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 )
 
-func TestOrphanGoes(t *testing.T) {
+func TestStaleMirrorGoes(t *testing.T) {
 	now := metav1.Now()
 	mirror := func(hash string, deleting *int64) *v1.Pod {
 		m := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-n", Namespace: "default", UID: "mirror-uid",
@@ -38,8 +38,31 @@ func TestOrphanGoes(t *testing.T) {
 		{"a graceful deletion while its static pod stops", mirror("static-stopping", ptr.To[int64](30)), false},
 		{"already deleted with grace period 0", mirror("static-done", ptr.To[int64](0)), false},
 	} {
-		if got := orphanGoes(tc.m, terminated); got != tc.want {
-			t.Errorf("%s: orphanGoes = %v, want %v", tc.name, got, tc.want)
+		if got := staleMirrorGoes(tc.m, terminated); got != tc.want {
+			t.Errorf("%s: staleMirrorGoes = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A static pod's status goes to its own mirror only: while the pod it
+// replaced (same full name, an older manifest) stops, the mirror there is
+// the old pod's and keeps the old pod's status.
+func TestStatusTargetIsTheStaticPodsOwnMirror(t *testing.T) {
+	l := &lifecycle{}
+	l.running.Store(true)
+	core := startCore(t, fakeAPI(), l)
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-virt-1", Namespace: "default", UID: "new-hash",
+		Annotations: map[string]string{podspec.ConfigSourceAnnotation: podspec.SourceFile, podspec.ConfigHashAnnotation: "new-hash"}}}
+	mirror := func(hash string) *v1.Pod {
+		return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-virt-1", Namespace: "default", UID: types.UID("mirror-of-" + hash),
+			Annotations: map[string]string{podspec.ConfigSourceAnnotation: podspec.SourceFile, podspec.ConfigMirrorAnnotation: hash}}}
+	}
+	core.Pods().AddOrUpdate(static, mirror("old-hash"))
+	if tgt, ok := (resolver{core}).StatusTarget("new-hash"); ok {
+		t.Errorf("status target = %s while the old pod's mirror is there, want none yet", tgt.Pod.UID)
+	}
+	core.Pods().AddOrUpdate(mirror("new-hash"))
+	if tgt, ok := (resolver{core}).StatusTarget("new-hash"); !ok || tgt.Pod.UID != "mirror-of-new-hash" || !tgt.Mirror {
+		t.Errorf("status target = %+v, %v; want its own mirror", tgt, ok)
 	}
 }
