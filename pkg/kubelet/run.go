@@ -41,6 +41,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/server"
 	"github.com/gokubelet/kubelet/pkg/volume"
 	volcsi "github.com/gokubelet/kubelet/pkg/volume/csi"
+	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 )
 
 // Run assembles the node from the settings and runs it until ctx ends or a
@@ -77,6 +78,14 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	}
 	if err := prepareDirs(s.RootDir); err != nil {
 		return err
+	}
+	// Volumes below the root directory may be given to containers with
+	// mount propagation Bidirectional or HostToContainer, which need them
+	// on a shared mount (on a host without systemd / is private).
+	if changed, err := hostfs.MakeRShared(s.RootDir); err != nil {
+		return fmt.Errorf("making the root directory a shared mount: %w", err)
+	} else if changed {
+		log.Info("Made the root directory a recursively shared mount (it stays when the kubelet exits)", "rootDir", s.RootDir)
 	}
 	machine, err := machineinfo.Read(s.RootDir)
 	if err != nil {

@@ -731,6 +731,7 @@ func startProc(args, env []string, logPath string) (*scaleProc, error) {
 // caller waits for them to be Ready.
 func (s *scaleBench) startContender(ctx context.Context, kind string, nodes []string, tag string) (*scaleProc, error) {
 	dir := filepath.Join(s.b.opt.workDir, "scale", tag)
+	unmountUnder(dir)
 	_ = os.RemoveAll(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err

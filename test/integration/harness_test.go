@@ -20,6 +20,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 	"github.com/gokubelet/kubelet/test/framework"
 )
 
@@ -121,6 +122,11 @@ syncFrequency: 20s
 	n.Start(t)
 	t.Cleanup(func() {
 		n.Stop(t)
+		// The kubelet makes its root directory a shared bind mount on a
+		// host where / is private (and leaves it, as upstream's does).
+		if err := hostfs.UnmountAll(n.rootDir); err != nil {
+			t.Errorf("unmounting under %s: %v", n.rootDir, err)
+		}
 		if t.Failed() {
 			t.Logf("kubelet log:\n%s", framework.Tail(n.Log(), 200))
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -162,5 +163,67 @@ func TestDiskUsage(t *testing.T) {
 	// the 4 MiB on the other mount.
 	if got < 2<<20 || got > 2<<20+256<<10 {
 		t.Errorf("DiskUsage = %d, want about 2 MiB", got)
+	}
+}
+
+func TestDeepestMountAndIsShared(t *testing.T) {
+	mounts := []*mountinfo.Info{
+		{ID: 1, Mountpoint: "/", Optional: ""},
+		{ID: 2, Mountpoint: "/var", Optional: "shared:3"},
+		{ID: 3, Mountpoint: "/var/lib", Optional: "master:1"},
+		{ID: 4, Mountpoint: "/var/lib", Optional: "shared:7 master:1"},
+	}
+	if m := DeepestMount(mounts); m == nil || m.ID != 4 {
+		t.Errorf("deepest = %+v, want the last mount over /var/lib", m)
+	}
+	if m := DeepestMount(mounts[:2]); m == nil || m.ID != 2 {
+		t.Errorf("deepest = %+v, want /var", m)
+	}
+	if DeepestMount(nil) != nil {
+		t.Error("deepest of none is not nil")
+	}
+	for opt, want := range map[string]bool{"": false, "master:1": false, "shared:3": true, "shared:7 master:1": true, "propagate_from:2": false} {
+		if got := IsShared(opt); got != want {
+			t.Errorf("IsShared(%q) = %v, want %v", opt, got, want)
+		}
+	}
+}
+
+// A directory on a private mount becomes an rshared mount point, with what
+// was mounted below it still there; a second call changes nothing.
+func TestMakeRShared(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "kubelet")
+	sub := filepath.Join(root, "pods", "vol")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Whatever / is here, make the test's parent private so the call has
+	// something to do.
+	parent := filepath.Dir(root)
+	if err := unix.Mount(parent, parent, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { UnmountAll(parent) })
+	if err := unix.Mount("", parent, "", unix.MS_PRIVATE, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := MountTmpfs(sub, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(sub, "f"), []byte("x"), 0o644)
+
+	changed, err := MakeRShared(root)
+	if err != nil || !changed {
+		t.Fatalf("MakeRShared = %v, %v; want a change", changed, err)
+	}
+	info, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(root))
+	if err != nil || len(info) == 0 || !IsShared(info[len(info)-1].Optional) {
+		t.Fatalf("%s after MakeRShared: %+v, %v; want a shared mount point", root, info, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(sub, "f")); err != nil || string(b) != "x" {
+		t.Errorf("the tmpfs below is not visible through the bind: %q, %v", b, err)
+	}
+	if changed, err := MakeRShared(root); err != nil || changed {
+		t.Errorf("second MakeRShared = %v, %v; want no change", changed, err)
 	}
 }
