@@ -136,6 +136,23 @@ crun_handler() {
   echo '          SystemdCgroup = false'
 }
 
+# test_handler TABLE SHIM: on the node-e2e instance, the runtime handler
+# "test-handler" (runc under another name) that upstream's node e2e suite
+# expects the runtime to have configured (its RuntimeClass specs, e.g.
+# PodOverhead cgroup accounting, use the handler the e2e framework calls
+# PreconfiguredRuntimeClassHandler); upstream's node e2e jobs configure
+# containerd the same way.
+test_handler() {
+  [ "$GK_INST" = node-e2e ] || return 0
+  echo
+  echo "      [$1.test-handler]"
+  echo '        runtime_type = "io.containerd.runc.v2"'
+  [ -z "$2" ] || echo "        runtime_path = \"$2\""
+  echo
+  echo "        [$1.test-handler.options]"
+  echo '          SystemdCgroup = false'
+}
+
 # config_v2 SNAPSHOTTER: containerd 1.6's config (version 2: one CRI plugin).
 config_v2() {
   config_common 2
@@ -160,6 +177,7 @@ config_v2() {
         [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
           SystemdCgroup = false
 $(crun_handler 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes' "")
+$(test_handler 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes' "")
 
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "$GK_CNI_BIN_DIR"
@@ -201,6 +219,7 @@ config_v3() {
         [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
           SystemdCgroup = false
 $(crun_handler 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes' "$CTRD_BINDIR/containerd-shim-runc-v2")
+$(test_handler 'plugins."io.containerd.cri.v1.runtime".containerd.runtimes' "$CTRD_BINDIR/containerd-shim-runc-v2")
 
     [plugins."io.containerd.cri.v1.runtime".cni]
       bin_dirs = ["$GK_CNI_BIN_DIR"]
