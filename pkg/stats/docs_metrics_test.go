@@ -257,7 +257,9 @@ func scrapeResourceScenario(t *testing.T) metricstest.Families {
 	return scrapeRegistry(t, NewResourceRegistry(fixedSummary{s}))
 }
 
-// everythingCgroup emits one cgroup with every reading cadvisor can have.
+// everythingCgroup emits one cgroup with every reading cadvisor can have
+// (filesystems are the root cgroup's alone, but nothing in emitCgroup
+// depends on that).
 type everythingCgroup struct{ compbase.BaseStableCollector }
 
 func (*everythingCgroup) DescribeWithStability(ch chan<- *compbase.Desc) {
@@ -267,17 +269,22 @@ func (*everythingCgroup) DescribeWithStability(ch chan<- *compbase.Desc) {
 }
 
 func (*everythingCgroup) CollectWithStability(ch chan<- compbase.Metric) {
-	pids := uint64(7)
+	pids, pidsMax := uint64(7), uint64(100)
 	psi := &cgroups.PSI{Some: cgroups.PSIData{Total: 3}, Full: &cgroups.PSIData{Total: 1}}
+	dev := []deviceIO{{device: "/dev/sda", major: 8, stats: map[string]uint64{"Read": 4096, "Write": 8192}}}
 	emitCgroup(ch, cgroupEntry{
 		labels: []string{"", "/kubepods/podq", "", "", "ns", "quota"},
 		stats: cgroups.Stats{Time: t0,
-			CPU:    &cgroups.CPU{Usage: 1e9, User: 6e8, System: 4e8, Periods: 10, ThrottledPeriods: 2, ThrottledTime: 5e7, Quota: 50000, Period: 100000, Shares: 512},
-			Memory: &cgroups.Memory{Usage: 100, MaxUsage: 200, WorkingSet: 80, RSS: 50, Cache: 20, MappedFile: 5, HasSwap: true, Swap: 1, Failcnt: 1, Limit: 1000},
-			Pids:   &pids,
-			PSI:    cgroups.Pressure{CPU: psi, Memory: psi, IO: psi}},
+			CPU:     &cgroups.CPU{Usage: 1e9, User: 6e8, System: 4e8, Periods: 10, ThrottledPeriods: 2, ThrottledTime: 5e7, Quota: 50000, Period: 100000, Shares: 512},
+			Memory:  &cgroups.Memory{Usage: 100, MaxUsage: 200, WorkingSet: 80, RSS: 50, Cache: 20, MappedFile: 5, HasSwap: true, Swap: 1, Failcnt: 1, Limit: 1000, EventsMax: 1, PageFaults: 9},
+			Pids:    &pids,
+			PidsMax: &pidsMax,
+			PSI:     cgroups.Pressure{CPU: psi, Memory: psi, IO: psi}},
 		start: t0.Add(-time.Minute),
 		net:   []Interface{{Name: "eth0", RxBytes: 1, RxPackets: 1, TxBytes: 2, TxPackets: 2}},
+		io:    blockIO{bytes: dev, ops: dev},
+		procs: &ProcessStats{Processes: 1, FileDescriptors: 3, Sockets: 1, Ulimits: []Ulimit{{Name: "max_open_files", Soft: 1024}}},
+		fs:    []fsUsage{{device: "/dev/sda1", info: FsInfo{Capacity: 100, Used: 40, Inodes: 10, InodesFree: 5}}},
 	})
 }
 

@@ -106,8 +106,11 @@ type Provider struct {
 	// noSandboxStats: the runtime does not implement ListPodSandboxStats;
 	// pod stats are summed from ListContainerStats instead.
 	noSandboxStats bool
-	// fsInfo replaces statfs of persistent volumes in tests.
+	// fsInfo replaces statfs of persistent volumes and of the machine's
+	// filesystems in tests.
 	fsInfo func(path string) (FsInfo, error)
+	// procRoot and sysRoot are /proc and /sys (fixture trees in tests).
+	procRoot, sysRoot string
 }
 
 // New returns a Provider. A host whose cgroups cannot be found still gets
@@ -132,7 +135,7 @@ func New(o Options) *Provider {
 	if o.CgroupRoot == "" {
 		o.CgroupRoot = "/"
 	}
-	p := &Provider{o: o, boot: bootTime(), rates: newRateCache(), vols: newVolumeCache(o.VolumePeriod, o.Clock)}
+	p := &Provider{o: o, boot: bootTime(), rates: newRateCache(), vols: newVolumeCache(o.VolumePeriod, o.Clock), procRoot: "/proc", sysRoot: "/sys"}
 	if h, err := cgroups.Detect(); err == nil {
 		p.cg = cgroups.NewReader(h)
 	} else {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,9 @@ func newFixture(t *testing.T) *fixture {
 	// A fixture cgroup v1 tree stands in for the host's.
 	h := cgroups.Hierarchy{Version: 1, V1: map[string]string{"cpuacct": "/cg/cpuacct", "memory": "/cg/memory", "cpu": "/cg/cpu"}}
 	p.cg = cgroups.NewReaderAt(h, root)
+	// And fixture /proc and /sys trees for the host's, empty unless a
+	// test writes them.
+	p.procRoot, p.sysRoot = filepath.Join(root, "proc"), filepath.Join(root, "sys")
 	for _, cg := range []string{"", "/kubepods", "/kubepods/burstable/podu1", "/kubepods/burstable/podu1/c1"} {
 		writeFile(t, filepath.Join(root, "cg/cpuacct", cg, "cpuacct.usage"), "1000000000\n")
 		writeFile(t, filepath.Join(root, "cg/memory", cg, "memory.usage_in_bytes"), "4096\n")
@@ -368,5 +372,140 @@ func TestProviderPSI(t *testing.T) {
 		if strings.HasPrefix(name, "container_pressure_") {
 			t.Errorf("%s without pressure files", name)
 		}
+	}
+}
+
+// TestCadvisorProcessesIOAndFilesystems: the series cadvisor has beyond
+// CPU and memory usage — memory failures, events and spec, processes, file
+// descriptors, sockets, ulimits, thread limit, block I/O per device and the
+// root cgroup's filesystems — with cadvisor's labels, from a v1 fixture
+// tree and fixture /proc and /sys.
+func TestCadvisorProcessesIOAndFilesystems(t *testing.T) {
+	f := newFixture(t)
+	h := cgroups.Hierarchy{Version: 1, V1: map[string]string{"cpuacct": "/cg/cpuacct", "memory": "/cg/memory", "cpu": "/cg/cpu", "pids": "/cg/pids", "blkio": "/cg/blkio"}}
+	f.p.cg = cgroups.NewReaderAt(h, f.root)
+	ctrCg, podCg := "/kubepods/burstable/podu1/c1", "/kubepods/burstable/podu1"
+	mem := filepath.Join(f.root, "cg/memory", ctrCg)
+	writeFile(t, filepath.Join(mem, "memory.stat"), "total_inactive_file 1024\ntotal_rss 2048\npgfault 11\npgmajfault 2\ntotal_pgfault 99\ntotal_pgmajfault 9\n")
+	writeFile(t, filepath.Join(mem, "memory.failcnt"), "3\n")
+	writeFile(t, filepath.Join(mem, "memory.soft_limit_in_bytes"), "9223372036854771712\n")
+	writeFile(t, filepath.Join(mem, "memory.memsw.limit_in_bytes"), "83886080\n")
+	writeFile(t, filepath.Join(mem, "cgroup.procs"), "100\n101\n")
+	writeFile(t, filepath.Join(f.root, "cg/memory", podCg, "cgroup.procs"), "")
+	writeFile(t, filepath.Join(f.root, "cg/pids", ctrCg, "pids.current"), "2\n")
+	writeFile(t, filepath.Join(f.root, "cg/pids", ctrCg, "pids.max"), "max\n")
+	writeFile(t, filepath.Join(f.root, "cg/pids", podCg, "pids.max"), "1024\n")
+	blkio := filepath.Join(f.root, "cg/blkio", ctrCg)
+	writeFile(t, filepath.Join(blkio, "blkio.throttle.io_serviced_recursive"), "254:0 Read 2\n254:0 Write 3\n254:0 Sync 5\n254:0 Async 0\n254:0 Discard 0\n254:0 Total 5\nTotal 5\n")
+	writeFile(t, filepath.Join(blkio, "blkio.throttle.io_service_bytes_recursive"), "254:0 Read 8192\n254:0 Write 12288\n254:0 Sync 20480\n254:0 Async 0\n254:0 Discard 0\n254:0 Total 20480\nTotal 20480\n")
+	writeFile(t, filepath.Join(f.root, "cg/blkio", podCg, "blkio.throttle.io_serviced_recursive"), "Total 0\n")
+	proc := filepath.Join(f.root, "proc")
+	fakeProc(t, proc, 100, 1, 500, "/dev/null", "socket:[12]", "pipe:[13]")
+	fakeProc(t, proc, 101, 100, 600, "socket:[14]")
+	writeFile(t, filepath.Join(proc, "self", "mountinfo"), nodeMountinfo)
+	if err := os.MkdirAll(filepath.Join(f.root, "sys", "dev", "block"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../devices/virtio1/block/vda", filepath.Join(f.root, "sys", "dev", "block", "254:0")); err != nil {
+		t.Fatal(err)
+	}
+	f.p.fsInfo = func(p string) (FsInfo, error) {
+		if p == "/" {
+			return FsInfo{Capacity: 1000, Available: 300, Used: 600, Inodes: 50, InodesFree: 20}, nil
+		}
+		return FsInfo{}, errors.New("not mounted here")
+	}
+
+	fam, err := metricstest.ScrapeHandler(handlerFor(NewCadvisorRegistry(f.p)), "/metrics/cadvisor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr := map[string]string{"container": "app", "pod": "web", "namespace": "ns", "id": ctrCg, "image": "example.com/app:1", "name": "c1"}
+	pod := map[string]string{"container": "", "pod": "web", "namespace": "ns", "id": podCg, "image": "", "name": ""}
+	root := map[string]string{"id": "/", "pod": "", "container": ""}
+	with := func(base map[string]string, kv ...string) map[string]string {
+		out := merge(base, kv[0], kv[1])
+		for i := 2; i < len(kv); i += 2 {
+			out[kv[i]] = kv[i+1]
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+		stamp  bool
+	}{
+		// memory.stat's own pgfault for both scopes, as cadvisor.
+		{"container_memory_failures_total", with(ctr, "failure_type", "pgfault", "scope", "container"), 11, true},
+		{"container_memory_failures_total", with(ctr, "failure_type", "pgfault", "scope", "hierarchy"), 11, true},
+		{"container_memory_failures_total", with(ctr, "failure_type", "pgmajfault", "scope", "container"), 2, true},
+		{"container_memory_failures_total", with(ctr, "failure_type", "pgmajfault", "scope", "hierarchy"), 2, true},
+		{"container_memory_events_high_total", ctr, 0, true},
+		{"container_memory_events_max_total", ctr, 3, true},
+		{"container_spec_memory_reservation_limit_bytes", ctr, 0, false},
+		{"container_spec_memory_swap_limit_bytes", ctr, 83886080, false},
+		{"container_threads", ctr, 2, true},
+		{"container_threads_max", ctr, 0, true},
+		{"container_threads_max", pod, 1024, true},
+		{"container_processes", ctr, 2, true},
+		{"container_file_descriptors", ctr, 4, true},
+		{"container_sockets", ctr, 2, true},
+		{"container_ulimits_soft", with(ctr, "ulimit", "max_open_files"), 100, true},
+		{"container_processes", pod, 0, true},
+		{"container_file_descriptors", pod, 0, true},
+		{"container_blkio_device_usage_total", with(ctr, "device", "/dev/vda", "major", "254", "minor", "0", "operation", "Read"), 8192, true},
+		{"container_blkio_device_usage_total", with(ctr, "device", "/dev/vda", "major", "254", "minor", "0", "operation", "Total"), 20480, true},
+		{"container_fs_reads_bytes_total", with(ctr, "device", "/dev/vda"), 8192, true},
+		{"container_fs_writes_bytes_total", with(ctr, "device", "/dev/vda"), 12288, true},
+		{"container_fs_reads_total", with(ctr, "device", "/dev/vda"), 2, true},
+		{"container_fs_writes_total", with(ctr, "device", "/dev/vda"), 3, true},
+		{"container_fs_usage_bytes", with(root, "device", "/dev/vda"), 600, true},
+		{"container_fs_limit_bytes", with(root, "device", "/dev/vda"), 1000, true},
+		{"container_fs_inodes_total", with(root, "device", "/dev/vda"), 50, true},
+		{"container_fs_inodes_free", with(root, "device", "/dev/vda"), 20, true},
+	} {
+		ms := fam.Find(tc.name, tc.labels)
+		if len(ms) != 1 {
+			t.Errorf("%s%v: %d series; have %v", tc.name, tc.labels, len(ms), fam.Find(tc.name, nil))
+			continue
+		}
+		if v := metricstest.Value(ms[0]); v != tc.want {
+			t.Errorf("%s%v = %v, want %v", tc.name, tc.labels, v, tc.want)
+		}
+		if tc.stamp != (ms[0].GetTimestampMs() != 0) {
+			t.Errorf("%s: timestamp %d", tc.name, ms[0].GetTimestampMs())
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		labels []string
+	}{
+		{"container_memory_failures_total", []string{"container", "failure_type", "id", "image", "name", "namespace", "pod", "scope"}},
+		{"container_blkio_device_usage_total", []string{"container", "device", "id", "image", "major", "minor", "name", "namespace", "operation", "pod"}},
+		{"container_fs_reads_total", []string{"container", "device", "id", "image", "name", "namespace", "pod"}},
+		{"container_ulimits_soft", []string{"container", "id", "image", "name", "namespace", "pod", "ulimit"}},
+		{"container_processes", []string{"container", "id", "image", "name", "namespace", "pod"}},
+	} {
+		if got := fam.LabelNames(tc.name); !reflect.DeepEqual(got, tc.labels) {
+			t.Errorf("%s labels = %v, want %v", tc.name, got, tc.labels)
+		}
+	}
+	// Every v1 operation of the device; nothing for the pod (no device
+	// counted) or the root (its blkio files are empty); the root has no
+	// process series (its processes are the host's) and a pod's cgroup no
+	// ulimits (no process); only the root has filesystems, and only the
+	// block ones (/, not the containerd partition statfs could not read).
+	if n := len(fam.Find("container_blkio_device_usage_total", nil)); n != 6 {
+		t.Errorf("%d blkio series, want 6", n)
+	}
+	if n := len(fam.Find("container_fs_reads_total", nil)); n != 1 {
+		t.Errorf("%d fs reads series, want the container's", n)
+	}
+	if len(fam.Find("container_processes", root)) != 0 || len(fam.Find("container_ulimits_soft", pod)) != 0 {
+		t.Errorf("process series for the root or ulimits for the pod")
+	}
+	if n := len(fam.Find("container_fs_usage_bytes", nil)); n != 1 {
+		t.Errorf("%d fs usage series, want 1: %v", n, fam.Find("container_fs_usage_bytes", nil))
 	}
 }

@@ -25,7 +25,8 @@ import (
 type Hierarchy struct {
 	// Version is 1 or 2.
 	Version int
-	// V1 maps a v1 controller (cpu, cpuacct, memory, pids) to its mount.
+	// V1 maps a v1 controller (cpu, cpuacct, memory, pids, blkio) to its
+	// mount.
 	V1 map[string]string
 	// Unified is the cgroup2 mount that carries the controllers (v2).
 	Unified string
@@ -68,7 +69,7 @@ func ParseMountInfo(content string) (Hierarchy, error) {
 		case "cgroup":
 			for _, opt := range strings.Split(super, ",") {
 				switch opt {
-				case "cpu", "cpuacct", "memory", "pids":
+				case "cpu", "cpuacct", "memory", "pids", "blkio":
 					if _, dup := h.V1[opt]; !dup {
 						h.V1[opt] = mnt
 					}
@@ -120,8 +121,18 @@ type Memory struct {
 	HasSwap               bool
 	PageFaults, MajFaults uint64
 	Failcnt, OOMKills     uint64
+	// EventsHigh and EventsMax count the times usage went over memory.high
+	// (and was throttled) and hit memory.max: memory.events on v2. v1 has
+	// no memory.high (EventsHigh is 0) and counts limit hits in
+	// memory.failcnt (EventsMax).
+	EventsHigh, EventsMax uint64
 	// Limit is the memory limit; 0 when unlimited.
 	Limit uint64
+	// Reservation is memory.soft_limit_in_bytes (v1) or memory.min (v2),
+	// SwapLimit memory.memsw.limit_in_bytes (v1: memory and swap) or
+	// memory.swap.max (v2: swap alone), as cadvisor reads them; 0 when
+	// unlimited or not there (no swap accounting).
+	Reservation, SwapLimit uint64
 }
 
 // Stats is one reading of a cgroup. Nil parts could not be read.
@@ -131,6 +142,8 @@ type Stats struct {
 	Memory *Memory
 	// Pids is the number of tasks (threads) in the cgroup.
 	Pids *uint64
+	// PidsMax is pids.max, 0 when unlimited ("max").
+	PidsMax *uint64
 	// PSI is the cgroup's pressure stall information.
 	PSI Pressure
 }
@@ -204,6 +217,27 @@ func readUint(path string) (uint64, error) {
 		return 0, nil
 	}
 	return strconv.ParseUint(s, 10, 64)
+}
+
+// readLimit reads a limit file as cadvisor's spec does: "max", a v1
+// "unlimited" (a huge page-rounded number) and a missing or unreadable
+// file are 0.
+func readLimit(path string) uint64 {
+	v, err := readUint(path)
+	if err != nil || v >= unlimitedV1 {
+		return 0
+	}
+	return v
+}
+
+// readPids reads pids.current and pids.max ("max" is 0) from dir.
+func readPids(dir string, st *Stats) {
+	if n, err := readUint(filepath.Join(dir, "pids.current")); err == nil {
+		st.Pids = &n
+	}
+	if n, err := readUint(filepath.Join(dir, "pids.max")); err == nil {
+		st.PidsMax = &n
+	}
 }
 
 func readInt(path string) (int64, error) {
@@ -300,6 +334,9 @@ func (r *Reader) readV1(cgPath string, st *Stats) error {
 			if l, err := readUint(filepath.Join(mem, "memory.limit_in_bytes")); err == nil && l < unlimitedV1 {
 				m.Limit = l
 			}
+			m.EventsMax = m.Failcnt
+			m.Reservation = readLimit(filepath.Join(mem, "memory.soft_limit_in_bytes"))
+			m.SwapLimit = readLimit(filepath.Join(mem, "memory.memsw.limit_in_bytes"))
 			if oc, err := readFlat(filepath.Join(mem, "memory.oom_control")); err == nil {
 				m.OOMKills = oc["oom_kill"]
 			}
@@ -309,9 +346,7 @@ func (r *Reader) readV1(cgPath string, st *Stats) error {
 		}
 	}
 	if pids := r.dir("pids", cgPath); pids != "" {
-		if n, err := readUint(filepath.Join(pids, "pids.current")); err == nil {
-			st.Pids = &n
-		}
+		readPids(pids, st)
 	}
 	if !found {
 		return ErrNotFound
@@ -354,7 +389,10 @@ func (r *Reader) readV2(cgPath string, st *Stats) error {
 		}
 		if ev, err := readFlat(filepath.Join(dir, "memory.events")); err == nil {
 			m.OOMKills, m.Failcnt = ev["oom_kill"], ev["max"]
+			m.EventsHigh, m.EventsMax = ev["high"], ev["max"]
 		}
+		m.Reservation = readLimit(filepath.Join(dir, "memory.min"))
+		m.SwapLimit = readLimit(filepath.Join(dir, "memory.swap.max"))
 		st.Memory = m
 	} else if cgPath == "/" || cgPath == "" {
 		// The v2 root has no memory.current: use the machine's view.
@@ -367,9 +405,7 @@ func (r *Reader) readV2(cgPath string, st *Stats) error {
 			st.Memory = m
 		}
 	}
-	if n, err := readUint(filepath.Join(dir, "pids.current")); err == nil {
-		st.Pids = &n
-	}
+	readPids(dir, st)
 	if st.CPU == nil && st.Memory == nil {
 		return ErrNotFound
 	}

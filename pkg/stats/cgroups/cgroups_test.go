@@ -16,6 +16,7 @@ const hybrid = `24 30 0:22 / /sys rw,nosuid,nodev,noexec,relatime shared:7 - sys
 36 31 0:31 / /sys/fs/cgroup/cpuacct rw,nosuid,nodev,noexec,relatime shared:15 - cgroup cgroup rw,cpuacct
 37 31 0:32 / /sys/fs/cgroup/memory rw,nosuid,nodev,noexec,relatime shared:16 - cgroup cgroup rw,memory
 38 31 0:33 / /sys/fs/cgroup/pids rw,nosuid,nodev,noexec,relatime shared:17 - cgroup cgroup rw,pids
+39 31 0:34 / /sys/fs/cgroup/blkio rw,nosuid,nodev,noexec,relatime shared:18 - cgroup cgroup rw,blkio
 `
 
 func TestParseMountInfo(t *testing.T) {
@@ -23,7 +24,7 @@ func TestParseMountInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Version != 1 || h.V1["memory"] != "/sys/fs/cgroup/memory" || h.V1["cpuacct"] != "/sys/fs/cgroup/cpuacct" || h.V1["cpu"] != "/sys/fs/cgroup/cpu" || h.V1["pids"] != "/sys/fs/cgroup/pids" {
+	if h.Version != 1 || h.V1["memory"] != "/sys/fs/cgroup/memory" || h.V1["cpuacct"] != "/sys/fs/cgroup/cpuacct" || h.V1["cpu"] != "/sys/fs/cgroup/cpu" || h.V1["pids"] != "/sys/fs/cgroup/pids" || h.V1["blkio"] != "/sys/fs/cgroup/blkio" {
 		t.Errorf("hybrid: %+v", h)
 	}
 	// The hybrid host's cgroup2 mount is no hierarchy, but PSI is read there.
@@ -94,9 +95,12 @@ func TestReadV1(t *testing.T) {
 	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.stat", "rss 1\ntotal_rss 600000\ntotal_cache 400000\ntotal_inactive_file 300000\ntotal_active_file 100000\ntotal_mapped_file 5\npgfault 9\npgmajfault 2\ntotal_pgfault 900\ntotal_pgmajfault 200\n")
 	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.limit_in_bytes", "9223372036854771712\n")
 	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.max_usage_in_bytes", "2000000\n")
-	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.failcnt", "0\n")
+	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.failcnt", "4\n")
 	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.soft_limit_in_bytes", "9223372036854771712\n")
+	write(t, root, "sys/fs/cgroup/memory"+cg+"/memory.memsw.limit_in_bytes", "79998976\n")
 	write(t, root, "sys/fs/cgroup/pids"+cg+"/pids.current", "7\n")
+	write(t, root, "sys/fs/cgroup/pids"+cg+"/pids.max", "max\n")
 	write(t, root, "sys/fs/cgroup/memory"+cg+"/cgroup.procs", "12\n13\n")
 
 	st, err := r.Read(cg)
@@ -110,8 +114,13 @@ func TestReadV1(t *testing.T) {
 	if m.Usage != 1e6 || m.WorkingSet != 700000 || m.RSS != 600000 || m.Cache != 400000 || m.InactiveFile != 300000 || m.Limit != 0 || m.MaxUsage != 2e6 || m.OOMKills != 3 || m.PageFaults != 9 || m.MajFaults != 2 || m.HasSwap {
 		t.Errorf("memory = %+v", m)
 	}
-	if st.Pids == nil || *st.Pids != 7 {
-		t.Errorf("pids = %v", st.Pids)
+	// v1 has no memory.high; limit hits are memory.failcnt. An unlimited
+	// soft limit is 0, as cadvisor's spec.
+	if m.Failcnt != 4 || m.EventsMax != 4 || m.EventsHigh != 0 || m.Reservation != 0 || m.SwapLimit != 79998976 {
+		t.Errorf("memory events and spec = %+v", m)
+	}
+	if st.Pids == nil || *st.Pids != 7 || st.PidsMax == nil || *st.PidsMax != 0 {
+		t.Errorf("pids = %v, max %v", st.Pids, st.PidsMax)
 	}
 	if !r.Exists(cg) || r.Exists("/kubepods/none") {
 		t.Errorf("Exists")
@@ -135,7 +144,11 @@ func TestReadV2(t *testing.T) {
 	write(t, root, "sys/fs/cgroup"+cg+"/memory.stat", "anon 4096\nfile 4096\ninactive_file 1024\nactive_file 3072\n")
 	write(t, root, "sys/fs/cgroup"+cg+"/memory.max", "max\n")
 	write(t, root, "sys/fs/cgroup"+cg+"/memory.swap.current", "0\n")
-	write(t, root, "sys/fs/cgroup"+cg+"/memory.events", "low 0\nhigh 0\nmax 2\noom 1\noom_kill 1\n")
+	write(t, root, "sys/fs/cgroup"+cg+"/memory.events", "low 0\nhigh 5\nmax 2\noom 1\noom_kill 1\n")
+	write(t, root, "sys/fs/cgroup"+cg+"/memory.min", "1048576\n")
+	write(t, root, "sys/fs/cgroup"+cg+"/memory.swap.max", "max\n")
+	write(t, root, "sys/fs/cgroup"+cg+"/pids.current", "3\n")
+	write(t, root, "sys/fs/cgroup"+cg+"/pids.max", "1024\n")
 	st, err := r.Read(cg)
 	if err != nil {
 		t.Fatal(err)
@@ -145,5 +158,37 @@ func TestReadV2(t *testing.T) {
 	}
 	if m := st.Memory; m.Usage != 8192 || m.WorkingSet != 7168 || m.RSS != 4096 || m.Limit != 0 || !m.HasSwap || m.OOMKills != 1 || m.Failcnt != 2 {
 		t.Errorf("memory = %+v", m)
+	}
+	// memory.events, memory.min; swap.max "max" is 0, as cadvisor's spec.
+	if m := st.Memory; m.EventsHigh != 5 || m.EventsMax != 2 || m.Reservation != 1048576 || m.SwapLimit != 0 {
+		t.Errorf("memory events and spec = %+v", m)
+	}
+	if st.Pids == nil || *st.Pids != 3 || st.PidsMax == nil || *st.PidsMax != 1024 {
+		t.Errorf("pids = %v, max %v", st.Pids, st.PidsMax)
+	}
+}
+
+func TestReadLimit(t *testing.T) {
+	root := t.TempDir()
+	for _, tc := range []struct {
+		content string // "" is no file
+		want    uint64
+	}{
+		{"", 0},
+		{"max\n", 0},
+		{"9223372036854771712\n", 0}, // v1's unlimited
+		{"4611686018427387904\n", 0}, // 1<<62
+		{"83886080\n", 83886080},
+		{"0\n", 0},
+		{"garbage\n", 0},
+	} {
+		p := filepath.Join(root, "limit")
+		os.Remove(p)
+		if tc.content != "" {
+			write(t, root, "limit", tc.content)
+		}
+		if got := readLimit(p); got != tc.want {
+			t.Errorf("readLimit(%q) = %d, want %d", tc.content, got, tc.want)
+		}
 	}
 }
