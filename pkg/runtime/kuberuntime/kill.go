@@ -100,29 +100,50 @@ func (m *Manager) killContainerOrdered(ctx context.Context, pod *v1.Pod, id, nam
 	return nil
 }
 
-// runPreStop runs the preStop hook for at most grace seconds and returns
-// the whole seconds it took. A failed hook is logged and recorded as a
-// FailedPreStopHook event; the container is stopped anyway.
+// runPreStop runs the preStop hook and waits for it for at most grace
+// seconds, returning the whole seconds it waited. As upstream's, the hook
+// itself is not cut off at the grace period: the kubelet stops waiting and
+// stops the container, and an exec'd hook ends with it (its runtime exec
+// has no timeout of its own; preStopOverrun bounds a hook that would
+// outlive even that). A failed hook is logged and recorded as a
+// FailedPreStopHook event, also when it fails after the wait; the container
+// is stopped anyway.
 func (m *Manager) runPreStop(ctx context.Context, pod *v1.Pod, c *v1.Container, id, podIP string, grace int64) int64 {
 	logger := klog.FromContext(ctx)
 	start := m.clock.Now()
-	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(grace)*time.Second)
-	defer cancel()
 	hookPod := pod
 	if hookPod == nil {
 		hookPod = &v1.Pod{}
 	}
-	msg, err := m.hooks.Run(hctx, hookPod, c, id, podIP, c.Lifecycle.PreStop, time.Duration(grace)*time.Second)
-	if err != nil {
-		logger.Error(err, "PreStop hook failed", "pod", klog.KObj(hookPod), "container", c.Name, "containerID", id, "message", msg)
-		if pod != nil {
-			m.opts.Recorder.Event(images.ContainerRef(pod, c), v1.EventTypeWarning, hooks.EventFailedPreStopHook, "PreStopHook failed")
+	limit := time.Duration(grace) * time.Second
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit+preStopOverrun)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cancel()
+		msg, err := m.hooks.Run(hctx, hookPod, c, id, podIP, c.Lifecycle.PreStop, 0)
+		if err != nil {
+			logger.Error(err, "PreStop hook failed", "pod", klog.KObj(hookPod), "container", c.Name, "containerID", id, "message", msg)
+			if pod != nil {
+				m.opts.Recorder.Event(images.ContainerRef(pod, c), v1.EventTypeWarning, hooks.EventFailedPreStopHook, "PreStopHook failed")
+			}
+			return
 		}
-	} else {
 		logger.V(3).Info("PreStop hook completed", "pod", klog.KObj(hookPod), "container", c.Name, "containerID", id)
+	}()
+	timer := m.clock.NewTimer(limit)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C():
+		logger.V(2).Info("PreStop hook not completed in the grace period; stopping the container", "pod", klog.KObj(hookPod), "container", c.Name, "containerID", id, "gracePeriod", grace)
 	}
 	return int64(m.clock.Since(start).Seconds())
 }
+
+// preStopOverrun is how long a preStop hook may run past its grace period
+// before it is cancelled: stopping the container normally ends it first.
+const preStopOverrun = time.Minute
 
 func runningFromStatus(s *container.PodStatus) *container.RunningPod {
 	rp := &container.RunningPod{UID: s.UID, Name: s.Name, Namespace: s.Namespace, Sandboxes: s.Sandboxes}

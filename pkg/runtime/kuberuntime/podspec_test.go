@@ -46,6 +46,14 @@ type recordingRuntime struct {
 	statusHandlers []*runtimeapi.RuntimeHandler
 	// status, when set, is what Status answers (handlers, features).
 	status *runtimeapi.StatusResponse
+	// hangExec names a container whose execs run until it is stopped (or
+	// their context ends); execEnds records how each ended ("stopped",
+	// "cancelled") and the timeout it was given; stopTimeouts the grace
+	// each stop got.
+	hangExec     string
+	hung         chan struct{}
+	execEnds     []string
+	stopTimeouts map[string]int64
 }
 
 func (r *recordingRuntime) Status(ctx context.Context, verbose bool) (*runtimeapi.StatusResponse, error) {
@@ -99,6 +107,13 @@ func (r *recordingRuntime) StopContainer(ctx context.Context, id string, timeout
 	time.Sleep(d)
 	r.mu.Lock()
 	r.events = append(r.events, "stop:"+name)
+	if r.stopTimeouts != nil {
+		r.stopTimeouts[name] = timeout
+	}
+	if name == r.hangExec && r.hung != nil {
+		close(r.hung)
+		r.hung = nil
+	}
 	r.mu.Unlock()
 	return r.FakeRuntimeService.StopContainer(ctx, id, timeout)
 }
@@ -107,7 +122,25 @@ func (r *recordingRuntime) ExecSync(ctx context.Context, id string, cmd []string
 	r.mu.Lock()
 	r.events = append(r.events, "exec:"+r.names[id]+":"+strings.Join(cmd, " "))
 	err := r.execErr
+	var hung chan struct{}
+	if r.names[id] == r.hangExec {
+		if r.hung == nil {
+			r.hung = make(chan struct{})
+		}
+		hung = r.hung
+	}
 	r.mu.Unlock()
+	if hung != nil {
+		end := "stopped"
+		select {
+		case <-hung:
+		case <-ctx.Done():
+			end = "cancelled"
+		}
+		r.mu.Lock()
+		r.execEnds = append(r.execEnds, fmt.Sprintf("%s (timeout %v)", end, timeout))
+		r.mu.Unlock()
+	}
 	return nil, nil, err
 }
 
@@ -641,6 +674,54 @@ func TestPreStopAndSidecarStopOrder(t *testing.T) {
 	}
 	if log := e2.rs.eventLog(); len(log) < 2 || log[0] != "exec:app:bye" {
 		t.Errorf("orphan preStop: %v", log)
+	}
+}
+
+// A preStop hook that outlives the grace period is waited for that long,
+// then the container is stopped (with the minimum grace) while the hook
+// still runs: the hook is not cut off by the kubelet, it ends with its
+// container, as upstream's (node e2e: "should terminate sidecars
+// simultaneously if prestop doesn't exit" times each hook's life at ~32 s).
+func TestPreStopOutlivingTheGracePeriodEndsWithTheContainer(t *testing.T) {
+	e := newPSEnv(t, nil)
+	pod := basicPod(v1.Container{Name: "app", Lifecycle: &v1.Lifecycle{PreStop: &v1.LifecycleHandler{Exec: &v1.ExecAction{Command: []string{"loop"}}}}})
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	e.sync(t, pod)
+	e.rs.mu.Lock()
+	e.rs.hangExec, e.rs.stopTimeouts = "app", map[string]int64{}
+	e.rs.mu.Unlock()
+	killed := make(chan error, 1)
+	go func() { killed <- e.m.KillPod(context.Background(), pod, nil, nil) }()
+	clk := e.m.clock.(*clocktesting.FakeClock)
+	for !clk.HasWaiters() {
+		select {
+		case err := <-killed:
+			t.Fatalf("KillPod returned before the grace period: %v", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	clk.Step(30 * time.Second)
+	if err := <-killed; err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		e.rs.mu.Lock()
+		ends, stopGrace := append([]string(nil), e.rs.execEnds...), e.rs.stopTimeouts["app"]
+		e.rs.mu.Unlock()
+		if len(ends) > 0 {
+			if ends[0] != "stopped (timeout 0s)" {
+				t.Errorf("the hook's exec ended %q, want stopped with its container and no exec timeout", ends[0])
+			}
+			if stopGrace != minGracePeriod {
+				t.Errorf("stop grace %d, want the minimum %d after the hook used the grace period", stopGrace, minGracePeriod)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the hook's exec never ended; events %v", e.rs.eventLog())
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
