@@ -76,7 +76,7 @@ func (l *mirrorLoop) reconcile(ctx context.Context) {
 		wanted[podspec.FullName(p)] = true
 		mirror, _ := c.pods.MirrorOf(p)
 		create, del := mirrorpod.Needs(p, mirror)
-		if del && !staleMirrorGoes(mirror, c.lifecycle.PodTerminated) {
+		if del && keepReplacedMirror(mirror, p, c.lifecycle.PodTerminated) {
 			// The static pod was replaced (its manifest changed) and the
 			// pod it replaced still stops: its mirror stays until then;
 			// the new pod starts only after it, too (podworkers).
@@ -126,4 +126,13 @@ func staleMirrorGoes(m *v1.Pod, terminated func(types.UID) bool) bool {
 		return false
 	}
 	return true
+}
+
+// keepReplacedMirror decides whether the mirror pod found under a running
+// static pod's name stays for now although it needs replacing: only when
+// it mirrors another static pod (one its manifest replaced) that is still
+// stopping. The pod's own mirror, deleted by someone or outdated, is
+// replaced at once.
+func keepReplacedMirror(mirror, static *v1.Pod, terminated func(types.UID) bool) bool {
+	return mirror != nil && !mirrorpod.IsMirrorOf(mirror, static) && !staleMirrorGoes(mirror, terminated)
 }

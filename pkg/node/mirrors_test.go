@@ -66,3 +66,36 @@ func TestStatusTargetIsTheStaticPodsOwnMirror(t *testing.T) {
 		t.Errorf("status target = %+v, %v; want its own mirror", tgt, ok)
 	}
 }
+
+// The mirror under a running static pod's name is kept only while it
+// mirrors a replaced static pod that still stops; the pod's own mirror that
+// someone deleted is recreated at once (e2e TestStaticPodHasAMirrorPod).
+func TestKeepReplacedMirror(t *testing.T) {
+	now := metav1.Now()
+	static := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-n", Namespace: "default", UID: "new-hash",
+		Annotations: map[string]string{podspec.ConfigSourceAnnotation: podspec.SourceFile, podspec.ConfigHashAnnotation: "new-hash"}}}
+	mirror := func(hash string, deleting bool) *v1.Pod {
+		m := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-n", Namespace: "default", UID: "mirror-uid",
+			Annotations: map[string]string{podspec.ConfigSourceAnnotation: podspec.SourceFile, podspec.ConfigMirrorAnnotation: hash}}}
+		if deleting {
+			m.DeletionTimestamp, m.DeletionGracePeriodSeconds = &now, ptr.To[int64](30)
+		}
+		return m
+	}
+	stopping := map[types.UID]bool{"old-hash": true, "new-hash": true}
+	terminated := func(uid types.UID) bool { return !stopping[uid] }
+	for _, tc := range []struct {
+		name   string
+		mirror *v1.Pod
+		want   bool
+	}{
+		{"the replaced pod's mirror while that pod stops", mirror("old-hash", false), true},
+		{"the replaced pod's mirror once it has terminated", mirror("gone-hash", false), false},
+		{"its own mirror, deleted by a user, while it runs", mirror("new-hash", true), false},
+		{"no mirror", nil, false},
+	} {
+		if got := keepReplacedMirror(tc.mirror, static, terminated); got != tc.want {
+			t.Errorf("%s: keepReplacedMirror = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
