@@ -134,7 +134,7 @@ func (s servingAPI) Start(ctx context.Context) error {
 // it (a provider reports CPU and memory at most).
 type providerSummary struct{ p provider.StatsProvider }
 
-func (s providerSummary) Summary(ctx context.Context, _ bool) (*statsapi.Summary, error) {
+func (s providerSummary) Summary(ctx context.Context, _ stats.Scope) (*statsapi.Summary, error) {
 	return s.p.GetStatsSummary(ctx)
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	compbase "k8s.io/component-base/metrics"
@@ -38,14 +37,14 @@ func withClaims(f *fixture) {
 // not ephemeral storage; one that cannot be measured is left out.
 func TestSummaryPersistentVolume(t *testing.T) {
 	f := newFixture(t)
-	base, err := f.p.Summary(context.Background(), false)
+	base, err := f.p.Summary(context.Background(), Full)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ephBefore := *base.Pods[0].EphemeralStorage.UsedBytes
 	f = newFixture(t)
 	withClaims(f)
-	s, err := f.p.Summary(context.Background(), false)
+	s, err := f.p.Summary(context.Background(), Full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +139,7 @@ func TestDriverReportedVolumes(t *testing.T) {
 				}},
 		}
 	}
-	base, err := newFixture(t).p.Summary(context.Background(), false)
+	base, err := newFixture(t).p.Summary(context.Background(), Full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,8 +152,8 @@ func TestDriverReportedVolumes(t *testing.T) {
 	var eph uint64
 	summary := func() []string {
 		t.Helper()
-		f.p.fullAt = time.Time{}
-		s, err := f.p.Summary(context.Background(), false)
+		f.p.cache[Full] = cachedSummary{}
+		s, err := f.p.Summary(context.Background(), Full)
 		if err != nil {
 			t.Fatal(err)
 		}

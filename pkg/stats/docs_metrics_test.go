@@ -243,7 +243,7 @@ func scrapeProbesScenario(t *testing.T) metricstest.Families {
 
 type fixedSummary struct{ s *statsapi.Summary }
 
-func (f fixedSummary) Summary(context.Context, bool) (*statsapi.Summary, error) { return f.s, nil }
+func (f fixedSummary) Summary(context.Context, Scope) (*statsapi.Summary, error) { return f.s, nil }
 
 func scrapeResourceScenario(t *testing.T) metricstest.Families {
 	now := metav1.NewTime(t0)

@@ -21,7 +21,11 @@ func SummaryHandler(src SummarySource) http.Handler {
 			return
 		}
 		only := r.Form["only_cpu_and_memory"]
-		s, err := src.Summary(r.Context(), len(only) == 1 && only[0] == "true")
+		scope := Full
+		if len(only) == 1 && only[0] == "true" {
+			scope = CPUAndMemory
+		}
+		s, err := src.Summary(r.Context(), scope)
 		if err != nil {
 			klog.ErrorS(err, "Serving /stats/summary failed")
 			http.Error(w, "Internal Error: "+err.Error(), http.StatusInternalServerError)

@@ -97,12 +97,10 @@ type Provider struct {
 
 	// mu serialises collections: a request arriving during one waits for
 	// it and gets its result.
-	mu       sync.Mutex
-	rates    *rateCache
-	full     *statsapi.Summary
-	fullAt   time.Time
-	cpuMem   *statsapi.Summary
-	cpuMemAt time.Time
+	mu    sync.Mutex
+	rates *rateCache
+	// cache holds the last summary of each scope and when it was collected.
+	cache [scopes]cachedSummary
 	// noSandboxStats: the runtime does not implement ListPodSandboxStats;
 	// pod stats are summed from ListContainerStats instead.
 	noSandboxStats bool
@@ -166,37 +164,44 @@ func (p *Provider) KubepodsCgroup() string {
 	return path.Join("/", p.o.CgroupRoot, "kubepods")
 }
 
-// Summary returns the node's stats summary. cpuAndMemoryOnly leaves out
-// filesystems, network, volumes and logs (what /metrics/resource and
-// ?only_cpu_and_memory=true need).
-func (p *Provider) Summary(ctx context.Context, cpuAndMemoryOnly bool) (*statsapi.Summary, error) {
+// Summary returns the node's stats summary of the given scope. A summary
+// younger than MaxAge is served again; a fresh one of a broader scope
+// serves a narrower one.
+func (p *Provider) Summary(ctx context.Context, scope Scope) (*statsapi.Summary, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.o.Clock.Now()
-	if cpuAndMemoryOnly && p.cpuMem != nil && now.Sub(p.cpuMemAt) < p.o.MaxAge {
-		return p.cpuMem, nil
-	}
-	if p.full != nil && now.Sub(p.fullAt) < p.o.MaxAge {
-		if cpuAndMemoryOnly {
-			p.cpuMem, p.cpuMemAt = CPUAndMemoryOnly(p.full), p.fullAt
-			return p.cpuMem, nil
+	for broader := Full; broader <= scope; broader++ {
+		c := p.cache[broader]
+		if c.s == nil || now.Sub(c.at) >= p.o.MaxAge {
+			continue
 		}
-		return p.full, nil
+		if broader == scope {
+			return c.s, nil
+		}
+		s := c.s
+		if broader == Full {
+			s = CPUAndMemoryOnly(s)
+		}
+		p.cache[scope] = cachedSummary{s, c.at}
+		return s, nil
 	}
-	s, err := p.collect(ctx, now, cpuAndMemoryOnly)
+	s, err := p.collect(ctx, now, scope)
 	if err != nil {
 		return nil, err
 	}
-	if cpuAndMemoryOnly {
-		p.cpuMem, p.cpuMemAt = s, now
-	} else {
-		p.full, p.fullAt = s, now
-	}
+	p.cache[scope] = cachedSummary{s, now}
 	return s, nil
 }
 
+type cachedSummary struct {
+	s  *statsapi.Summary
+	at time.Time
+}
+
 // collect reads everything and assembles the summary. Caller holds p.mu.
-func (p *Provider) collect(ctx context.Context, now time.Time, cpuMemOnly bool) (*statsapi.Summary, error) {
+func (p *Provider) collect(ctx context.Context, now time.Time, scope Scope) (*statsapi.Summary, error) {
+	cpuMemOnly := scope != Full
 	ctx, cancel := context.WithTimeout(ctx, p.o.CRITimeout)
 	defer cancel()
 	n := nodeInput{name: p.o.NodeName, boot: p.boot, memCapacity: p.o.MemoryCapacity, defaultIface: p.defaultIface}
@@ -248,7 +253,9 @@ func (p *Provider) collect(ctx context.Context, now time.Time, cpuMemOnly bool) 
 				in.containerRates[id] = p.rates.observe("container:"+id, cpuSample{ts(c.Timestamp, now).Time, c.UsageCoreNanoSeconds.Value})
 			}
 		}
-		p.readPodPSI(&in)
+		if scope != ResourceMetrics {
+			p.readPodPSI(&in)
+		}
 		if !cpuMemOnly {
 			in.logs = map[string]DiskUsage{}
 			logDir := filepath.Join(p.o.PodLogsDir, ps.Namespace+"_"+ps.Name+"_"+string(ps.UID))

@@ -90,7 +90,7 @@ func newFixture(t *testing.T) *fixture {
 
 func TestProviderSummary(t *testing.T) {
 	f := newFixture(t)
-	s, err := f.p.Summary(context.Background(), false)
+	s, err := f.p.Summary(context.Background(), Full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func TestProviderSummary(t *testing.T) {
 	// Served from the cache within MaxAge: no second CRI call, and a CPU
 	// and memory summary cut from the full one.
 	calls := len(f.rt.GetCalls())
-	s2, _ := f.p.Summary(context.Background(), true)
+	s2, _ := f.p.Summary(context.Background(), CPUAndMemory)
 	if len(f.rt.GetCalls()) != calls {
 		t.Errorf("a fresh summary was not reused (calls %d -> %d)", calls, len(f.rt.GetCalls()))
 	}
@@ -122,7 +122,7 @@ func TestProviderSummary(t *testing.T) {
 		t.Errorf("cutting the CPU and memory summary changed the full one")
 	}
 	f.clock.Step(2 * time.Second)
-	if _, err := f.p.Summary(context.Background(), true); err != nil || len(f.rt.GetCalls()) == calls {
+	if _, err := f.p.Summary(context.Background(), CPUAndMemory); err != nil || len(f.rt.GetCalls()) == calls {
 		t.Errorf("a stale summary was reused: %v", err)
 	}
 }
@@ -133,7 +133,7 @@ func TestProviderFallsBackToContainerStats(t *testing.T) {
 	f.rt.SetFakeContainers([]*critest.FakeContainer{{ContainerStatus: runtimeapi.ContainerStatus{Id: "c1"}, SandboxID: "sb1"}})
 	f.rt.SetFakeContainerStats([]*runtimeapi.ContainerStats{{Attributes: &runtimeapi.ContainerAttributes{Id: "c1", Metadata: &runtimeapi.ContainerMetadata{Name: "app"}},
 		Cpu: &runtimeapi.CpuUsage{Timestamp: t0.UnixNano(), UsageCoreNanoSeconds: uv(7)}, Memory: &runtimeapi.MemoryUsage{WorkingSetBytes: uv(9)}}})
-	s, err := f.p.Summary(context.Background(), true)
+	s, err := f.p.Summary(context.Background(), CPUAndMemory)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestProviderFallsBackToContainerStats(t *testing.T) {
 func TestProviderError(t *testing.T) {
 	f := newFixture(t)
 	f.rt.InjectError("ListPodSandboxStats", errors.New("runtime down"))
-	if _, err := f.p.Summary(context.Background(), false); err == nil {
+	if _, err := f.p.Summary(context.Background(), Full); err == nil {
 		t.Fatal("a failed CRI call must fail the summary")
 	}
 	// /metrics/resource then reports the failure instead of data.
@@ -297,7 +297,7 @@ func TestProviderPSI(t *testing.T) {
 			writeFile(t, filepath.Join(f.root, "cg/unified", cg, "io.pressure"), pressure(n+5, n+6))
 		}
 	}
-	s, err := f.p.Summary(context.Background(), false)
+	s, err := f.p.Summary(context.Background(), Full)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,6 +363,26 @@ func TestProviderPSI(t *testing.T) {
 	// none from a fixture without PSI.
 	if n := len(fam.Find("container_pressure_io_stalled_seconds_total", nil)); n != 3 {
 		t.Errorf("%d io stalled series, want 3", n)
+	}
+	// Each scope reads what it returns: the CPU and memory summary
+	// carries the pods' pressure; /metrics/resource, which emits none,
+	// does not read the pods' and containers' pressure files.
+	for _, tc := range []struct {
+		scope   Scope
+		withPSI bool
+	}{{CPUAndMemory, true}, {ResourceMetrics, false}} {
+		f.clock.Step(2 * time.Second) // past the cache
+		s, err := f.p.Summary(context.Background(), tc.scope)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, c := s.Pods[0], s.Pods[0].Containers[0]
+		if got := p.CPU.PSI != nil && c.Memory.PSI != nil; got != tc.withPSI {
+			t.Errorf("scope %d: pod and container PSI read = %v, want %v", tc.scope, got, tc.withPSI)
+		}
+		if p.CPU.UsageCoreNanoSeconds == nil || c.Memory.WorkingSetBytes == nil {
+			t.Errorf("scope %d: no CPU or memory usage: %+v", tc.scope, p)
+		}
 	}
 	noPSI, err := metricstest.ScrapeHandler(handlerFor(NewCadvisorRegistry(newFixture(t).p)), "/metrics/cadvisor")
 	if err != nil {

@@ -37,9 +37,27 @@ var (
 		"1 if the last collection of resource metrics failed, else 0.", nil, nil, metrics.STABLE, "")
 )
 
-// SummarySource is what the resource collector reads.
+// Scope is how much of the summary its reader needs; each reads only
+// what it returns.
+type Scope int
+
+const (
+	// Full is /stats/summary.
+	Full Scope = iota
+	// CPUAndMemory is /stats/summary?only_cpu_and_memory=true: the CPU
+	// and memory of the node, its pods and containers, with their pressure
+	// (PSI); no filesystems, network, volumes or logs.
+	CPUAndMemory
+	// ResourceMetrics is /metrics/resource: CPU and memory usage alone.
+	// The pods' and containers' pressure files are not read.
+	ResourceMetrics
+
+	scopes = iota
+)
+
+// SummarySource is what the summary routes and the resource collector read.
 type SummarySource interface {
-	Summary(ctx context.Context, cpuAndMemoryOnly bool) (*statsapi.Summary, error)
+	Summary(ctx context.Context, scope Scope) (*statsapi.Summary, error)
 }
 
 // ResourceCollector serves /metrics/resource from the CPU and memory
@@ -69,7 +87,7 @@ func (c *ResourceCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 func (c *ResourceCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := c.src.Summary(ctx, true)
+	s, err := c.src.Summary(ctx, ResourceMetrics)
 	failed := 0.0
 	if err != nil {
 		failed = 1

@@ -220,6 +220,6 @@ func TestGetStatsSummaryFromMetricsAPI(t *testing.T) {
 // summaryOf is the provider as the stats routes read it.
 type summaryOf struct{ p *Provider }
 
-func (s summaryOf) Summary(ctx context.Context, _ bool) (*statsv1alpha1.Summary, error) {
+func (s summaryOf) Summary(ctx context.Context, _ stats.Scope) (*statsv1alpha1.Summary, error) {
 	return s.p.GetStatsSummary(ctx)
 }

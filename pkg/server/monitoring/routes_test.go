@@ -14,11 +14,12 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/pod/timeline"
 	"github.com/gokubelet/kubelet/pkg/server"
+	"github.com/gokubelet/kubelet/pkg/stats"
 )
 
 type fakeSummary struct{}
 
-func (fakeSummary) Summary(context.Context, bool) (*statsapi.Summary, error) {
+func (fakeSummary) Summary(context.Context, stats.Scope) (*statsapi.Summary, error) {
 	return &statsapi.Summary{Node: statsapi.NodeStats{NodeName: "n1"}}, nil
 }
 
