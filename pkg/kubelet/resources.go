@@ -40,6 +40,9 @@ type nodeResources struct {
 	cfg     *kubeletv1beta1.KubeletConfiguration
 	rootDir string
 	cgroups *cgroups.Manager
+	// system keeps the node's own processes in kubeletCgroups and
+	// systemCgroups and names the system containers the summary reports.
+	system *cgroups.SystemCgroups
 	// allocatableMemory is the kubepods cgroup's memory (capacity less
 	// the reservations), the allocatableMemory.available capacity.
 	allocatableMemory int64
@@ -55,7 +58,7 @@ type nodeResources struct {
 // newNodeResources builds the cgroup manager from the configuration, sets
 // the hierarchy up (kubepods with node allocatable, burstable,
 // besteffort) and parses the eviction thresholds.
-func newNodeResources(ctx context.Context, cfg *kubeletv1beta1.KubeletConfiguration, rootDir string, ncfg *nodestatus.Config, m machineinfo.Info) (*nodeResources, error) {
+func newNodeResources(ctx context.Context, cfg *kubeletv1beta1.KubeletConfiguration, rootDir, runtimeCgroups string, ncfg *nodestatus.Config, m machineinfo.Info) (*nodeResources, error) {
 	thresholds, err := eviction.Parse(eviction.Config{
 		Hard: cfg.EvictionHard, Soft: cfg.EvictionSoft, SoftGracePeriod: cfg.EvictionSoftGracePeriod,
 		MinimumReclaim: cfg.EvictionMinimumReclaim, EnforceNodeAllocatable: cfg.EnforceNodeAllocatable,
@@ -94,6 +97,18 @@ func newNodeResources(ctx context.Context, cfg *kubeletv1beta1.KubeletConfigurat
 	}
 	alloc := cm.NodeAllocatable(capacity)
 	r := &nodeResources{cfg: cfg, rootDir: rootDir, cgroups: cm, thresholds: thresholds}
+	layout, err := cgroups.Detect()
+	if err != nil {
+		return nil, fmt.Errorf("cgroups: %w", err)
+	}
+	// The kubelet moves itself (and, with systemCgroups, the other
+	// processes of the root cgroup) before any pod starts; the loop in
+	// addTo repeats it every minute.
+	r.system = cgroups.NewSystemCgroups(cgroups.SystemConfig{Kubelet: cfg.KubeletCgroups, System: cfg.SystemCgroups, Runtime: runtimeCgroups}, layout)
+	if err := r.system.Ensure(); err != nil {
+		klog.FromContext(ctx).Info("Warning: placing the node's own processes in their cgroups failed; retrying every minute",
+			"kubeletCgroups", cfg.KubeletCgroups, "systemCgroups", cfg.SystemCgroups, "err", err)
+	}
 	if perQOS {
 		r.allocatableMemory = alloc.Memory().Value()
 	}
@@ -221,6 +236,7 @@ func (r *nodeResources) pressure() nodestatus.Pressure {
 // addTo starts the resource loops with the engine's.
 func (r *nodeResources) addTo(stage *runnable.Stage) {
 	stage.Add("cgroups", r.cgroups).
+		Add("system-cgroups", r.system).
 		Add("eviction", r.eviction).
 		Add("container-gc", r.containers).
 		Add("image-gc", r.images).

@@ -243,7 +243,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return err
 	}
 	// The node's resources: the cgroup hierarchy the pods run in.
-	res, err := newNodeResources(ctx, cfg, s.RootDir, &ncfg, machine)
+	res, err := newNodeResources(ctx, cfg, s.RootDir, s.RuntimeCgroups, &ncfg, machine)
 	if err != nil {
 		return err
 	}
@@ -381,7 +381,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	pods := podLister{core, eng}
 	// Stats and metrics (stats.go), on both the read-only port and the
 	// kubelet API.
-	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodParent, volumes)
+	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodParent, res.system.Names, volumes)
 	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, pods, routes)
 	if err != nil {
 		return err

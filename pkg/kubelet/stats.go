@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -60,6 +61,10 @@ func claimVolumeStats(volumes *volume.Manager, c volume.ClaimVolume) stats.Claim
 	return out
 }
 
+// processStart is when the kubelet process started (near enough: when
+// this package was initialised), the "kubelet" system container's start.
+var processStart = time.Now()
+
 // The startup timeline hears the engine's pods.
 var _ cri.Observer = (*timeline.Tracker)(nil)
 
@@ -67,7 +72,7 @@ var _ cri.Observer = (*timeline.Tracker)(nil)
 // is collected until asked) and returns the routes serving them. podParent
 // names a pod's cgroup as the node's cgroup manager creates it.
 func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntime.Manager, eng *cri.Engine, tl *timeline.Tracker,
-	m machineinfo.Info, podParent func(*v1.Pod) string, volumes *volume.Manager) []server.Route {
+	m machineinfo.Info, podParent func(*v1.Pod) string, systemCgroups func() map[string]string, volumes *volume.Manager) []server.Route {
 	cfg := s.Config
 	provider := stats.New(stats.Options{
 		NodeName:   s.NodeName,
@@ -83,6 +88,8 @@ func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntim
 			}
 			return podParent(p), true
 		},
+		SystemCgroups:  systemCgroups,
+		Started:        processStart,
 		VolumePeriod:   cfg.VolumeStatsAggPeriod.Duration,
 		CgroupDriver:   cfg.CgroupDriver,
 		CgroupRoot:     cfg.CgroupRoot,

@@ -24,9 +24,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,6 +62,12 @@ type Options struct {
 	// PodCgroup names a pod's cgroup (for /metrics/cadvisor); false for
 	// pods the kubelet has no spec of.
 	PodCgroup func(uid types.UID) (string, bool)
+	// SystemCgroups names the node's own cgroups by system container
+	// ("kubelet", "runtime", "misc"); each is reported beside "pods".
+	SystemCgroups func() map[string]string
+	// Started is when the kubelet started: the "kubelet" system
+	// container's start time.
+	Started time.Time
 	// CgroupDriver (cgroupfs or systemd) and CgroupRoot place the kubepods
 	// hierarchy.
 	CgroupDriver string
@@ -222,6 +230,9 @@ func (p *Provider) collect(ctx context.Context, now time.Time, scope Scope) (*st
 			}
 		}
 	}
+	if p.cg != nil && p.o.SystemCgroups != nil {
+		n.system = p.readSystemCgroups(p.o.SystemCgroups())
+	}
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		n.meminfo = cgroups.ParseMeminfo(string(b))
 	}
@@ -288,6 +299,29 @@ func (p *Provider) collect(ctx context.Context, now time.Time, scope Scope) (*st
 		n.maxPID, n.tasks = rlimit()
 	}
 	return buildSummary(now, n, pods, cpuMemOnly), nil
+}
+
+// readSystemCgroups reads the node's own cgroups, in name order; one that
+// cannot be read is left out (and logged).
+func (p *Provider) readSystemCgroups(names map[string]string) []systemInput {
+	var out []systemInput
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		path := names[name]
+		st, err := p.cg.Read(path)
+		if err != nil {
+			klog.V(4).InfoS("Reading a system container's cgroup failed", "container", name, "cgroup", path, "err", err)
+			continue
+		}
+		in := systemInput{name: name, stats: &st, start: p.boot}
+		if name == statsapi.SystemContainerKubelet && !p.o.Started.IsZero() {
+			in.start = p.o.Started
+		}
+		if st.CPU != nil {
+			in.rate = p.rates.observe("cgroup:"+path, cpuSample{st.Time, st.CPU.Usage})
+		}
+		out = append(out, in)
+	}
+	return out
 }
 
 // readPodPSI reads the pressure of the pod's cgroup and of its running

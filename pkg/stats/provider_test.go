@@ -529,3 +529,53 @@ func TestCadvisorProcessesIOAndFilesystems(t *testing.T) {
 		t.Errorf("%d fs usage series, want 1: %v", n, fam.Find("container_fs_usage_bytes", nil))
 	}
 }
+
+// TestProviderSystemContainers: the node's own cgroups (kubeletCgroups,
+// --runtime-cgroups, systemCgroups) are system containers beside "pods",
+// with no available bytes (they are not limited by node allocatable), the
+// kubelet's with its start time; one that cannot be read is left out.
+func TestProviderSystemContainers(t *testing.T) {
+	f := newFixture(t)
+	started := t0.Add(-time.Hour)
+	f.p.o.Started = started
+	f.p.o.SystemCgroups = func() map[string]string {
+		return map[string]string{"kubelet": "/kubelet", "misc": "/system", "runtime": "/gone"}
+	}
+	for _, cg := range []string{"/kubelet", "/system"} {
+		writeFile(t, filepath.Join(f.root, "cg/cpuacct", cg, "cpuacct.usage"), "2000000000\n")
+		writeFile(t, filepath.Join(f.root, "cg/memory", cg, "memory.usage_in_bytes"), "8192\n")
+		writeFile(t, filepath.Join(f.root, "cg/memory", cg, "memory.stat"), "total_inactive_file 1024\ntotal_rss 4096\n")
+	}
+	s, err := f.p.Summary(context.Background(), Full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range s.Node.SystemContainers {
+		names = append(names, c.Name)
+	}
+	if want := []string{"pods", "kubelet", "misc"}; !reflect.DeepEqual(names, want) {
+		t.Fatalf("system containers %v, want %v", names, want)
+	}
+	kubelet, misc := s.Node.SystemContainers[1], s.Node.SystemContainers[2]
+	if !kubelet.StartTime.Time.Equal(started) || misc.StartTime.Time.Equal(started) {
+		t.Errorf("start times: kubelet %v (want %v), misc %v", kubelet.StartTime, started, misc.StartTime)
+	}
+	for _, c := range []statsapi.ContainerStats{kubelet, misc} {
+		if c.CPU == nil || *c.CPU.UsageCoreNanoSeconds != 2e9 || c.Memory == nil || *c.Memory.UsageBytes != 8192 || *c.Memory.WorkingSetBytes != 7168 {
+			t.Errorf("%s: cpu %+v memory %+v", c.Name, c.CPU, c.Memory)
+		}
+		if c.Memory != nil && c.Memory.AvailableBytes != nil {
+			t.Errorf("%s has available bytes %d without a limit of its own", c.Name, *c.Memory.AvailableBytes)
+		}
+	}
+	if s.Node.SystemContainers[0].Memory.AvailableBytes == nil {
+		t.Errorf("pods lost its available bytes")
+	}
+	// The CPU and memory summary (and /metrics/resource's) has them too.
+	f.clock.Step(2 * time.Second)
+	cm, err := f.p.Summary(context.Background(), ResourceMetrics)
+	if err != nil || len(cm.Node.SystemContainers) != 3 {
+		t.Errorf("CPU and memory summary: %v, %+v", err, cm)
+	}
+}

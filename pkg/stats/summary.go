@@ -81,7 +81,9 @@ type nodeInput struct {
 	// their usage rates come with them.
 	root, pods         *cgroups.Stats
 	rootRate, podsRate *uint64
-	memCapacity        uint64
+	// system are the node's own cgroups (kubelet, runtime, misc).
+	system      []systemInput
+	memCapacity uint64
 	// meminfo gives swap.
 	meminfo map[string]uint64
 	// net: the host's interfaces; defaultIface is the one reported inline.
@@ -93,6 +95,14 @@ type nodeInput struct {
 	imageFs                   *FsInfo
 	imageUsed, imageInodeUsed *uint64
 	maxPID, tasks             *int64
+}
+
+// systemInput is one system container's cgroup as read.
+type systemInput struct {
+	name  string
+	stats *cgroups.Stats
+	rate  *uint64
+	start time.Time
 }
 
 // podInput is what was read about one running pod.
@@ -258,6 +268,17 @@ func buildNode(now time.Time, n nodeInput, cpuMemOnly bool) statsapi.NodeStats {
 			pods.IO = ioStats(n.pods.PSI.IO, n.pods.Time)
 		}
 		out.SystemContainers = append(out.SystemContainers, pods)
+	}
+	for _, sys := range n.system {
+		// No memory capacity: a system container is not limited by node
+		// allocatable, so it has no available bytes unless its cgroup
+		// has a limit of its own.
+		c := statsapi.ContainerStats{Name: sys.name, StartTime: metav1.NewTime(sys.start),
+			CPU: cgroupCPU(sys.stats, sys.rate), Memory: cgroupMemory(sys.stats, 0)}
+		if !cpuMemOnly {
+			c.IO = ioStats(sys.stats.PSI.IO, sys.stats.Time)
+		}
+		out.SystemContainers = append(out.SystemContainers, c)
 	}
 	if cpuMemOnly {
 		return out

@@ -56,7 +56,6 @@ var CompatFlagFields = map[string]string{
 	"fail-cgroupv1":                   "failCgroupV1",
 	"hairpin-mode":                    "hairpinMode",
 	"kernel-memcg-notification":       "kernelMemcgNotification",
-	"kubelet-cgroups":                 "kubeletCgroups",
 	"make-iptables-util-chains":       "makeIPTablesUtilChains",
 	"max-open-files":                  "maxOpenFiles",
 	"memory-manager-policy":           "memoryManagerPolicy",
@@ -69,7 +68,6 @@ var CompatFlagFields = map[string]string{
 	"reserved-cpus":                   "reservedSystemCPUs",
 	"reserved-memory":                 "reservedMemory",
 	"runonce":                         "runOnce",
-	"system-cgroups":                  "systemCgroups",
 	"topology-manager-policy":         "topologyManagerPolicy",
 	"topology-manager-policy-options": "topologyManagerPolicyOptions",
 	"topology-manager-scope":          "topologyManagerScope",
@@ -85,7 +83,6 @@ var compatFlagsWithoutField = map[string]bool{
 	"experimental-mounter-path": true, "housekeeping-interval": true, "image-credential-provider-bin-dir": true,
 	"image-credential-provider-config": true, "lock-file": true, "maximum-dead-containers": true,
 	"maximum-dead-containers-per-container": true, "minimum-container-ttl-duration": true,
-	"runtime-cgroups": true,
 }
 
 // addCompatFlags accepts every flag of the upstream kubelet that this one

@@ -38,6 +38,7 @@ type Options struct {
 	HostnameOverride        string
 	NodeIP                  string
 	RootDir                 string
+	RuntimeCgroups          string
 	CertDir                 string
 	NodeLabels              map[string]string
 	PodInfraContainerImage  string
@@ -138,6 +139,8 @@ var ConfigFlagNames = map[string]string{
 	"enforce-node-allocatable":                     "enforceNodeAllocatable",
 	"system-reserved-cgroup":                       "systemReservedCgroup",
 	"kube-reserved-cgroup":                         "kubeReservedCgroup",
+	"kubelet-cgroups":                              "kubeletCgroups",
+	"system-cgroups":                               "systemCgroups",
 	"eviction-soft":                                "evictionSoft",
 	"eviction-soft-grace-period":                   "evictionSoftGracePeriod",
 	"eviction-minimum-reclaim":                     "evictionMinimumReclaim",
@@ -330,6 +333,11 @@ func (o *Options) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.SystemReservedCgroup, "system-reserved-cgroup", c.SystemReservedCgroup, "Absolute name of the cgroup of the OS's daemons, where --system-reserved is enforced (systemReservedCgroup).")
 	o.bind("kube-reserved-cgroup", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeReservedCgroup = s.KubeReservedCgroup })
 	fs.StringVar(&c.KubeReservedCgroup, "kube-reserved-cgroup", c.KubeReservedCgroup, "Absolute name of the cgroup of the Kubernetes daemons, where --kube-reserved is enforced (kubeReservedCgroup).")
+	o.bind("kubelet-cgroups", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.KubeletCgroups = s.KubeletCgroups })
+	fs.StringVar(&c.KubeletCgroups, "kubelet-cgroups", c.KubeletCgroups, "Absolute name of the cgroup the kubelet moves itself into, and reports as the system container \"kubelet\" (kubeletCgroups). Empty: it stays where it was started, and that cgroup is reported.")
+	o.bind("system-cgroups", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.SystemCgroups = s.SystemCgroups })
+	fs.StringVar(&c.SystemCgroups, "system-cgroups", c.SystemCgroups, "Absolute name of the cgroup every process of the root cgroup but PID 1 and kernel threads is moved into, every minute, and reported as the system container \"misc\"; needs --cgroup-root (systemCgroups).")
+	fs.StringVar(&o.RuntimeCgroups, "runtime-cgroups", o.RuntimeCgroups, "Absolute name of the container runtime's cgroup, reported as the system container \"runtime\". The kubelet does not move the runtime: whoever starts it places it.")
 	o.bind("eviction-soft", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EvictionSoft = s.EvictionSoft })
 	fs.Var(cliflag.NewLangleSeparatedMapStringString(&c.EvictionSoft), "eviction-soft", "Soft eviction thresholds, as signal<value pairs, e.g. memory.available<1.5Gi; each needs a grace period (evictionSoft; replaces the whole map).")
 	o.bind("eviction-soft-grace-period", func(d, s *kubeletv1beta1.KubeletConfiguration) { d.EvictionSoftGracePeriod = s.EvictionSoftGracePeriod })
@@ -479,6 +487,7 @@ func (o *Options) Settings() (*Settings, error) {
 		BootstrapKubeconfigPath: o.BootstrapKubeconfigPath,
 		RootDir:                 o.RootDir,
 		CertDir:                 o.CertDir,
+		RuntimeCgroups:          o.RuntimeCgroups,
 		NodeLabels:              map[string]string{},
 	}
 	for k, v := range o.NodeLabels {

@@ -39,6 +39,9 @@ type Settings struct {
 	NodeIPs []string
 	// RootDir is --root-dir (default /var/lib/kubelet).
 	RootDir string
+	// RuntimeCgroups is --runtime-cgroups: the runtime's cgroup, reported
+	// as the system container "runtime".
+	RuntimeCgroups string
 	// CertDir is --cert-dir (default <root-dir>/pki).
 	CertDir string
 	// NodeLabels are --node-labels.

@@ -140,6 +140,10 @@ func Validate(cfg *kubeletv1beta1.KubeletConfiguration) field.ErrorList {
 	if cfg.SystemCgroups != "" && cfg.CgroupRoot == "" {
 		errs = append(errs, field.Invalid(p("systemCgroups"), cfg.SystemCgroups, "requires cgroupRoot to be set"))
 	}
+	if cfg.SystemCgroups != "" && filepath.Clean("/"+cfg.SystemCgroups) == "/" {
+		// Upstream's container manager refuses it at start.
+		errs = append(errs, field.Invalid(p("systemCgroups"), cfg.SystemCgroups, "the system cgroup cannot be the root (\"/\")"))
+	}
 	errs = append(errs, nonNegative(p("maxPods"), int64(cfg.MaxPods))...)
 	errs = append(errs, nonNegative(p("podsPerCore"), int64(cfg.PodsPerCore))...)
 	errs = append(errs, nonNegative(p("maxOpenFiles"), cfg.MaxOpenFiles)...)

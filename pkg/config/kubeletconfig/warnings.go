@@ -44,6 +44,7 @@ var ImplementedFields = []string{
 	"maxPods", "podPidsLimit", "cgroupDriver", "cgroupsPerQOS", "cgroupRoot",
 	"cpuCFSQuota", "cpuCFSQuotaPeriod",
 	"kubeReserved", "systemReserved", "kubeReservedCgroup", "systemReservedCgroup", "enforceNodeAllocatable",
+	"kubeletCgroups", "systemCgroups",
 	"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "evictionMinimumReclaim",
 	"evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod", "mergeDefaultEvictionSettings",
 	"localStorageCapacityIsolation", "imageMinimumGCAge", "imageMaximumGCAge",

@@ -29,6 +29,10 @@ type Layout struct {
 	Mounts map[string]string
 	// Unified is the cgroup2 mount point on v2 (/sys/fs/cgroup).
 	Unified string
+	// Hybrid is, on v1, a cgroup2 mount beside the controllers
+	// (/sys/fs/cgroup/unified): it has no controllers but keeps each
+	// cgroup's pressure (PSI). Empty when there is none, and on v2.
+	Hybrid string
 }
 
 // Detect reads the mounts of this process (/proc/self/mountinfo).
@@ -83,20 +87,27 @@ func ParseMountinfo(r io.Reader) (Layout, error) {
 	}
 	if len(l.Mounts) > 0 {
 		l.Version = V1
+		l.Hybrid = shortest(unified)
 		return l, nil
 	}
 	if len(unified) > 0 {
 		l.Version = V2
-		l.Unified = unified[0]
-		for _, u := range unified {
-			if len(u) < len(l.Unified) {
-				l.Unified = u
-			}
-		}
+		l.Unified = shortest(unified)
 		l.Mounts = nil
 		return l, nil
 	}
 	return Layout{}, fmt.Errorf("no cgroup filesystem is mounted")
+}
+
+// shortest is the shortest of the paths ("" when there is none).
+func shortest(paths []string) string {
+	out := ""
+	for _, p := range paths {
+		if out == "" || len(p) < len(out) {
+			out = p
+		}
+	}
+	return out
 }
 
 // isController tells v1 controller names (and named hierarchies such as
