@@ -78,6 +78,24 @@ gk_ctrd_answers() {
   [ -S "$GK_CTRD_SOCK" ] && timeout 5 "$(gk_ctr_bin)" --address "$GK_CTRD_SOCK" version >/dev/null 2>&1
 }
 
+# gk_cgroup_join CGROUP PID: moves PID into the cgroupfs path CGROUP (e.g.
+# /docker-daemon) in every mounted hierarchy, each v1 controller and the
+# cgroup2 tree, creating it (a new cpuset level gets its parent's CPUs and
+# memory nodes first), as a service manager places a daemon.
+gk_cgroup_join() {
+  local cg=$1 pid=$2 mnt dir f
+  while read -r mnt; do
+    dir=$mnt$cg
+    mkdir -p "$dir"
+    for f in cpuset.cpus cpuset.mems; do
+      if [ -f "$mnt/$f" ] && [ -z "$(tr -d '[:space:]' <"$dir/$f")" ]; then
+        cat "$mnt/$f" >"$dir/$f"
+      fi
+    done
+    echo "$pid" >"$dir/cgroup.procs"
+  done < <(awk '$3 == "cgroup" || $3 == "cgroup2" { print $2 }' /proc/self/mounts)
+}
+
 # gk_ctrd_pid: prints the pid of this instance's containerd, if any. Trusts the
 # pid file only when that process really runs our config.
 gk_ctrd_pid() {
