@@ -199,6 +199,14 @@ func (s *SystemCgroups) move(path string, pid int) error {
 			errs = append(errs, err)
 			continue
 		}
+		if s.layout.Version == V1 && mnt == s.layout.Mounts["memory"] {
+			// A v1 memory cgroup charges a page to the cgroup that was
+			// current when it was touched: without moving the charges, the
+			// system container would account nothing of what its
+			// processes allocated before they were moved. Best effort: a
+			// kernel that dropped the knob keeps the charges where they are.
+			_ = os.WriteFile(filepath.Join(dir, "memory.move_charge_at_immigrate"), []byte(moveChargeAnonAndFile), 0o644)
+		}
 		err = s.join(dir, pid)
 		if errors.Is(err, syscall.ESRCH) {
 			return errGone
@@ -209,6 +217,10 @@ func (s *SystemCgroups) move(path string, pid int) error {
 	}
 	return errors.Join(errs...)
 }
+
+// moveChargeAnonAndFile asks a v1 memory cgroup to take the charges of a
+// joining task's anonymous pages (1) and mapped file pages (2) along.
+const moveChargeAnonAndFile = "3"
 
 // joinCgroup moves pid into the cgroup at dir.
 func joinCgroup(dir string, pid int) error {

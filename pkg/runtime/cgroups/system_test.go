@@ -99,6 +99,13 @@ func TestSystemCgroupsEnsure(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(f.l.Mounts["cpuset"], "system", "cpuset.cpus")); strings.TrimSpace(string(b)) != "0-1" {
 		t.Errorf("system cpuset.cpus = %q", b)
 	}
+	// The memory charges move with the processes, so the memory of what
+	// runs in a system container is counted there.
+	for _, cg := range []string{"system", "kubelet"} {
+		if b, _ := os.ReadFile(filepath.Join(f.l.Mounts["memory"], cg, "memory.move_charge_at_immigrate")); string(b) != "3" {
+			t.Errorf("%s memory.move_charge_at_immigrate = %q, want 3", cg, b)
+		}
+	}
 	want := map[string]string{"kubelet": "/kubelet", "misc": "/system", "runtime": "/docker-daemon"}
 	if got := f.s.Names(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Names = %v, want %v", got, want)
