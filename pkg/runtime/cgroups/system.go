@@ -123,9 +123,9 @@ func (s *SystemCgroups) Ensure() error {
 
 // moveRootProcesses moves what runs in the root cgroup into System.
 func (s *SystemCgroups) moveRootProcesses() error {
-	root := s.layout.Dir("memory", "/")
-	if s.layout.Version == V2 {
-		root = s.layout.Dir("", "/")
+	root := RootProcsDir(s.layout)
+	if root == "" {
+		return fmt.Errorf("no cgroup hierarchy to list the root cgroup's processes in")
 	}
 	b, err := os.ReadFile(filepath.Join(root, "cgroup.procs"))
 	if err != nil {
@@ -138,6 +138,23 @@ func (s *SystemCgroups) moveRootProcesses() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RootProcsDir is the root cgroup whose processes systemCgroups takes: the
+// unified root on v2; on v1 the devices hierarchy's, as upstream's (a
+// process may sit in a cgroup of its own in another controller, such as a
+// per-session memory cgroup, and is moved all the same), else the memory
+// hierarchy's.
+func RootProcsDir(l Layout) string {
+	if l.Version == V2 {
+		return l.Dir("", "/")
+	}
+	for _, c := range []string{"devices", "memory"} {
+		if d := l.Dir(c, "/"); d != "" {
+			return d
+		}
+	}
+	return ""
 }
 
 // ParsePIDs reads a cgroup.procs file.

@@ -33,6 +33,23 @@ func TestOwnCgroup(t *testing.T) {
 	}
 }
 
+func TestRootProcsDir(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		l    Layout
+		want string
+	}{
+		{"v2", Layout{Version: V2, Unified: "/sys/fs/cgroup"}, "/sys/fs/cgroup"},
+		{"v1 with devices", Layout{Version: V1, Mounts: map[string]string{"memory": "/m", "devices": "/d"}}, "/d"},
+		{"v1 without devices", Layout{Version: V1, Mounts: map[string]string{"memory": "/m", "cpu": "/c"}}, "/m"},
+		{"v1 with neither", Layout{Version: V1, Mounts: map[string]string{"cpu": "/c"}}, ""},
+	} {
+		if got := RootProcsDir(tc.l); got != tc.want {
+			t.Errorf("%s: RootProcsDir = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestToMove(t *testing.T) {
 	kernel := map[int]bool{2: true, 3: true}
 	got := ToMove(ParsePIDs("1\n2\n3\n40\n\n41\nbad\n"), func(pid int) bool { return kernel[pid] })
