@@ -343,8 +343,15 @@ func (b *bench) waitNode(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+// deleteNode removes the Node object and every pod still bound to it (an
+// interrupted earlier run leaves its pods behind: bound to the node's name,
+// they would count against the next kubelet's maxPods), and waits until
+// both are gone.
 func (b *bench) deleteNode(ctx context.Context) error {
 	name := b.env["NODE_NAME"]
+	if err := b.deleteBoundPods(ctx, name); err != nil {
+		return err
+	}
 	err := b.cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -356,6 +363,29 @@ func (b *bench) deleteNode(ctx context.Context) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("node %s not gone after 30s", name)
+}
+
+// deleteBoundPods force-deletes the pods bound to the node and waits until
+// none is left.
+func (b *bench) deleteBoundPods(ctx context.Context, node string) error {
+	sel := metav1.ListOptions{FieldSelector: "spec.nodeName=" + node}
+	for i := 0; i < 300; i++ {
+		pods, err := b.cs.CoreV1().Pods("").List(ctx, sel)
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) == 0 {
+			return nil
+		}
+		if i == 0 {
+			logf("removing %d pods an earlier run left bound to node %s", len(pods.Items), node)
+		}
+		for _, p := range pods.Items {
+			_ = b.cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("pods bound to node %s not gone after 30s", node)
 }
 
 // runKubelet is one kubelet's share of a round: start it on an empty
