@@ -15,6 +15,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
@@ -110,13 +111,15 @@ func (s *Source) Start(ctx context.Context) error {
 
 	ticker := time.NewTicker(s.cfg.CheckFrequency)
 	defer ticker.Stop()
+	var removed map[string]bool
 	for {
 		if watcher != nil {
 			s.ensureWatch(logger, watcher)
 		}
-		if !s.scanAndSend(ctx) {
+		if !s.scanAndSend(ctx, removed) {
 			return nil
 		}
+		removed = nil
 		select {
 		case <-ctx.Done():
 			return nil
@@ -127,7 +130,7 @@ func (s *Source) Start(ctx context.Context) error {
 				continue
 			}
 			logger.V(4).Info("Static pod path changed", "event", ev.String())
-			drain(events)
+			removed = drain(events, ev)
 		case err, ok := <-watchErrs:
 			if !ok {
 				watchErrs = nil
@@ -138,16 +141,25 @@ func (s *Source) Start(ctx context.Context) error {
 	}
 }
 
-// drain discards the events already queued: one scan covers them all.
-func drain(events <-chan fsnotify.Event) {
+// drain takes the events already queued after first (one scan covers them
+// all) and returns the paths among them that were removed or renamed away.
+func drain(events <-chan fsnotify.Event, first fsnotify.Event) map[string]bool {
+	removed := map[string]bool{}
+	note := func(ev fsnotify.Event) {
+		if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+			removed[filepath.Clean(ev.Name)] = true
+		}
+	}
+	note(first)
 	for {
 		select {
-		case _, ok := <-events:
+		case ev, ok := <-events:
 			if !ok {
-				return
+				return removed
 			}
+			note(ev)
 		default:
-			return
+			return removed
 		}
 	}
 }
@@ -166,13 +178,47 @@ func (s *Source) ensureWatch(logger klog.Logger, w *fsnotify.Watcher) {
 	}
 }
 
-// scanAndSend reads the path and sends the pods if they changed. It
-// returns false when ctx ended while sending.
-func (s *Source) scanAndSend(ctx context.Context) bool {
+// scanAndSend reads the path and sends the pods if they changed. removed
+// are the manifests the watch saw removed since the last scan: their pods
+// are sent as gone first, even when the file is back by now with the same
+// content, so removing and re-adding a manifest restarts its pods, as
+// upstream's source (which acts on each inotify event) does. It returns
+// false when ctx ended while sending.
+func (s *Source) scanAndSend(ctx context.Context, removed map[string]bool) bool {
+	if s.sent && len(removed) > 0 {
+		if without := s.withoutFiles(removed); len(without) < len(s.lastSent) && !s.send(ctx, without) {
+			return false
+		}
+	}
 	pods := s.scan(klog.FromContext(ctx))
 	if s.sent && equality.Semantic.DeepEqual(pods, s.lastSent) {
 		return true
 	}
+	return s.send(ctx, pods)
+}
+
+// withoutFiles is the last sent set less the pods of the given manifests,
+// which are forgotten (so they are read again).
+func (s *Source) withoutFiles(paths map[string]bool) []*v1.Pod {
+	gone := map[types.UID]bool{}
+	for path := range paths {
+		if st := s.files[path]; st != nil {
+			for _, p := range st.pods {
+				gone[p.UID] = true
+			}
+			delete(s.files, path)
+		}
+	}
+	out := []*v1.Pod{}
+	for _, p := range s.lastSent {
+		if !gone[p.UID] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func (s *Source) send(ctx context.Context, pods []*v1.Pod) bool {
 	select {
 	case s.updates <- podconfig.PodUpdate{Op: podconfig.SET, Source: podspec.SourceFile, Pods: pods}:
 		klog.FromContext(ctx).V(2).Info("Sent static pods", "count", len(pods))

@@ -262,3 +262,67 @@ func TestIgnored(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovedAndWrittenAgainRestarts: a manifest removed and written back
+// with the same content before the next scan (as the node e2e MirrorPod
+// spec does, 1 ms apart) still sends its pods as gone first, so the pods
+// restart, as upstream's per-event source does. A file replaced by rename
+// (no removal of the manifest itself) is no removal.
+func TestRemovedAndWrittenAgainRestarts(t *testing.T) {
+	dir := t.TempDir()
+	web, db := filepath.Join(dir, "web.yaml"), filepath.Join(dir, "db.yaml")
+	write(t, web, manifest("web", "img:1"))
+	write(t, db, manifest("db", "img:1"))
+	updates := make(chan podconfig.PodUpdate, 4)
+	s := New(Config{Path: dir, NodeName: "node1"}, updates)
+	names := func() string {
+		t.Helper()
+		select {
+		case u := <-updates:
+			var out []string
+			for _, p := range u.Pods {
+				out = append(out, p.Name)
+			}
+			sort.Strings(out)
+			return strings.Join(out, ",")
+		default:
+			return "(no update)"
+		}
+	}
+	ctx := context.Background()
+	s.scanAndSend(ctx, nil)
+	if got := names(); got != "db-node1,web-node1" {
+		t.Fatalf("first update %q", got)
+	}
+	if err := os.Remove(web); err != nil {
+		t.Fatal(err)
+	}
+	write(t, web, manifest("web", "img:1"))
+	s.scanAndSend(ctx, map[string]bool{web: true, filepath.Join(dir, ".web.yaml.tmp"): true})
+	if got := names(); got != "db-node1" {
+		t.Fatalf("after the removal: %q, want web gone first", got)
+	}
+	if got := names(); got != "db-node1,web-node1" {
+		t.Fatalf("then %q, want web back", got)
+	}
+	if got := names(); got != "(no update)" {
+		t.Fatalf("then %q", got)
+	}
+	// Replaced by rename: only the temporary file was renamed away.
+	write(t, web, manifest("web", "img:1"))
+	s.scanAndSend(ctx, map[string]bool{filepath.Join(dir, ".web.yaml.tmp"): true})
+	if got := names(); got != "(no update)" {
+		t.Fatalf("a rename over the manifest sent %q", got)
+	}
+	// Removed for good: one update, without it.
+	if err := os.Remove(db); err != nil {
+		t.Fatal(err)
+	}
+	s.scanAndSend(ctx, map[string]bool{db: true})
+	if got := names(); got != "web-node1" {
+		t.Fatalf("after removing db: %q", got)
+	}
+	if got := names(); got != "(no update)" {
+		t.Fatalf("then %q: a removal sent twice", got)
+	}
+}
