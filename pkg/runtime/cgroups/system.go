@@ -45,6 +45,8 @@ type SystemCgroups struct {
 	// proc is /proc (a fixture tree in tests); self is this process's PID.
 	proc string
 	self int
+	// systemd: systemd runs this machine (/run/systemd/system exists).
+	systemd bool
 	// join writes pid into the cgroup directory dir (its cgroup.procs).
 	join func(dir string, pid int) error
 
@@ -54,7 +56,8 @@ type SystemCgroups struct {
 
 // NewSystemCgroups returns the system cgroups of cfg over the layout.
 func NewSystemCgroups(cfg SystemConfig, l Layout) *SystemCgroups {
-	return &SystemCgroups{cfg: cfg, layout: l, proc: "/proc", self: os.Getpid(), join: joinCgroup}
+	_, err := os.Stat("/run/systemd/system")
+	return &SystemCgroups{cfg: cfg, layout: l, proc: "/proc", self: os.Getpid(), join: joinCgroup, systemd: err == nil}
 }
 
 // Names are the cgroups to report, by system container name ("kubelet",
@@ -191,13 +194,29 @@ var errGone = errors.New("process gone")
 
 // hierarchies are the directories a process joins for one cgroup: each v1
 // hierarchy once, and the cgroup2 tree (unified on v2, the hybrid mount
-// beside v1, where the cgroup's pressure is read).
+// beside v1, where the cgroup's pressure is read); under systemd, not its
+// named hierarchy nor the hybrid tree.
 func (s *SystemCgroups) hierarchies() []string {
-	mounts := s.layout.MountPoints()
-	if s.layout.Version == V1 && s.layout.Hybrid != "" {
-		mounts = append(mounts, s.layout.Hybrid)
+	if s.layout.Version == V2 {
+		return []string{s.layout.Unified}
 	}
-	return mounts
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range sortedKeys(s.layout.Mounts) {
+		// Under systemd, its named hierarchy and the hybrid cgroup2 tree
+		// are how it tracks its services: not ours to rearrange.
+		if s.systemd && strings.HasPrefix(c, "name=") {
+			continue
+		}
+		if m := s.layout.Mounts[c]; !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	if s.layout.Hybrid != "" && !s.systemd {
+		out = append(out, s.layout.Hybrid)
+	}
+	return out
 }
 
 // move creates the cgroup path where it is missing and moves pid into it

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,7 +73,7 @@ func newSystemFixture(t *testing.T, cfg SystemConfig) *systemFixture {
 	proc := t.TempDir()
 	f := &systemFixture{l: l, joined: map[string][]int{}}
 	f.s = NewSystemCgroups(cfg, l)
-	f.s.proc, f.s.self = proc, 100
+	f.s.proc, f.s.self, f.s.systemd = proc, 100, false
 	f.s.join = func(dir string, pid int) error {
 		if pid == 41 {
 			return fmt.Errorf("write: %w", syscall.ESRCH) // ended meanwhile
@@ -151,5 +152,26 @@ func TestSystemCgroupsKubeletInTheRootIsNotReported(t *testing.T) {
 	}
 	if got := f.s.Names(); len(got) != 0 {
 		t.Errorf("Names = %v: the root cgroup reported as the kubelet's", got)
+	}
+}
+
+func TestSystemCgroupsLeaveSystemdItsHierarchies(t *testing.T) {
+	l := Layout{Version: V1, Mounts: map[string]string{"cpu": "/c", "cpuacct": "/c", "memory": "/m", "name=systemd": "/s"}, Hybrid: "/u"}
+	for _, tc := range []struct {
+		systemd bool
+		want    []string
+	}{
+		{false, []string{"/c", "/m", "/s", "/u"}},
+		{true, []string{"/c", "/m"}},
+	} {
+		s := &SystemCgroups{layout: l, systemd: tc.systemd}
+		got := s.hierarchies()
+		sort.Strings(got)
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("systemd %v: hierarchies %v, want %v", tc.systemd, got, tc.want)
+		}
+	}
+	if got := (&SystemCgroups{layout: Layout{Version: V2, Unified: "/sys/fs/cgroup"}, systemd: true}).hierarchies(); !reflect.DeepEqual(got, []string{"/sys/fs/cgroup"}) {
+		t.Errorf("v2 hierarchies %v", got)
 	}
 }
