@@ -99,28 +99,27 @@ func (s *SystemCgroups) Start(ctx context.Context) error {
 }
 
 // Ensure moves the root cgroup's processes into System and the kubelet
-// into Kubelet (after System, so that the kubelet ends in its own), then
-// records the kubelet's cgroup.
+// into Kubelet (after System, so that the kubelet ends in its own). Without
+// Kubelet, it records the cgroup the kubelet runs in, to report it.
 func (s *SystemCgroups) Ensure() error {
 	var errs []error
 	if s.cfg.System != "" {
 		errs = append(errs, s.moveRootProcesses())
 	}
-	if s.cfg.Kubelet != "" {
-		errs = append(errs, s.move(s.cfg.Kubelet, s.self))
+	kubelet := s.cfg.Kubelet
+	if kubelet != "" {
+		errs = append(errs, s.move(kubelet, s.self))
+	} else if own, err := s.ownCgroup(); err != nil {
+		// Nothing was asked to move: the kubelet's container is just not
+		// reported (as on v1 when its cpu and memory cgroups differ).
+		klog.V(2).InfoS("The kubelet's own cgroup is not reported", "err", err)
+	} else if own != "/" {
+		// The root cgroup is the whole machine, not the kubelet's.
+		kubelet = own
 	}
-	own, err := s.ownCgroup()
-	if err != nil {
-		errs = append(errs, fmt.Errorf("finding the kubelet's cgroup: %w", err))
-	} else {
-		if own == "/" {
-			// The root cgroup is the whole machine, not the kubelet's.
-			own = ""
-		}
-		s.mu.Lock()
-		s.kubelet = own
-		s.mu.Unlock()
-	}
+	s.mu.Lock()
+	s.kubelet = kubelet
+	s.mu.Unlock()
 	return errors.Join(errs...)
 }
 
