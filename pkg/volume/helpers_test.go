@@ -171,6 +171,18 @@ func read(t *testing.T, p string) string {
 	return string(b)
 }
 
+// readPolled reads p for a poll while a writer may be swapping versions:
+// a read that resolved ..data just before the swap can find the old
+// version already removed (as with upstream's atomic writer), so an error
+// counts as "not yet", never as content.
+func readPolled(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
 func mode(t *testing.T, p string) os.FileMode {
 	t.Helper()
 	st, err := os.Stat(p)

@@ -167,7 +167,7 @@ func TestProjectedClusterTrustBundles(t *testing.T) {
 	if _, err := client.CertificatesV1().ClusterTrustBundles().Update(ctx, &certificatesv1.ClusterTrustBundle{ObjectMeta: metav1.ObjectMeta{Name: "plain", ResourceVersion: "2"}, Spec: certificatesv1.ClusterTrustBundleSpec{TrustBundle: caC}}, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually.True(t, "the volume rewritten", func() bool { return read(t, filepath.Join(dir, "by-name.pem")) == caC })
+	eventually.True(t, "the volume rewritten", func() bool { return readPolled(filepath.Join(dir, "by-name.pem")) == caC })
 
 	// With the gate off, the reason names it.
 	e.m.opts.TrustBundles = nil
@@ -248,7 +248,7 @@ func TestProjectedPodCertificate(t *testing.T) {
 	// Renewed: the notice rewrites the ready pod's volume.
 	certs.issue(p.UID, "2")
 	e.m.PodCredentialChanged(p.UID)
-	eventually.True(t, "the volume rewritten", func() bool { return read(t, filepath.Join(dir, "key.pem")) == "KEY-2\n" })
+	eventually.True(t, "the volume rewritten", func() bool { return readPolled(filepath.Join(dir, "key.pem")) == "KEY-2\n" })
 	// Torn down: the manager forgets the pod.
 	if err := e.m.TearDownPod(ctx, p.UID); err != nil {
 		t.Fatal(err)
