@@ -4,14 +4,17 @@
 # own etcd and API server in-process and starts the kubelet binary found
 # beside it itself (upstream's --k8s-bin-dir mode; no systemd here, so as a
 # child process). Called by hack/conformance.sh
-# for CONFORMANCE_SET=node-e2e; see
+# for CONFORMANCE_SET=node-e2e and node-e2e-serial; see
 # docs/conformance-run.md.
 #
 # Environment (as hack/conformance.sh):
 #   CONFORMANCE_KUBELET   ours (default) | upstream (kubelet KUBE_VERSION)
 #   CONFORMANCE_SET       node-e2e: [NodeConformance] without [Serial], [Slow],
-#                           [Disruptive], [Flaky] (the suite's [Serial] groups
-#                           are not a set here yet: none has been run)
+#                           [Disruptive], [Flaky]
+#                         node-e2e-serial: the [Serial] specs of
+#                           [NodeConformance], one at a time (without [Flaky];
+#                           [Disruptive] here means the kubelet or runtime is
+#                           restarted, which the suite does itself)
 #   CONFORMANCE_FOCUS     a regular expression narrowing the set (a trial run;
 #                         such a run writes no report)
 #   CONFORMANCE_SUBSET    FILE: run exactly the specs FILE lists (one full name a
@@ -52,7 +55,12 @@ case $SET in
     SKIP='\[Serial\]|\[Disruptive\]|\[Flaky\]|\[Slow\]'
     SET_DOC="upstream's node e2e suite (e2e_node.test), the [NodeConformance] specs that may run in parallel"
     PROCS=${CONFORMANCE_PROCS:-4} ;;
-  *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e, not '$SET'" ;;
+  node-e2e-serial)
+    FOCUS='\[NodeConformance\].*\[Serial\]|\[Serial\].*\[NodeConformance\]'
+    SKIP='\[Flaky\]'
+    SET_DOC="upstream's node e2e suite (e2e_node.test), the [Serial] specs of [NodeConformance], one at a time"
+    PROCS=${CONFORMANCE_PROCS:-1} ;;
+  *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e or node-e2e-serial, not '$SET'" ;;
 esac
 [ -z "$TRIAL" ] || FOCUS=$TRIAL
 [ -z "$SUBSET" ] || [ -f "$SUBSET" ] || gk_die "CONFORMANCE_SUBSET: $SUBSET not found"
