@@ -155,7 +155,11 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 }
 
 func wallTime(r *Results) string {
-	return fmt.Sprintf("%s (%d ginkgo processes)", (time.Duration(r.WallSeconds) * time.Second).String(), r.Procs)
+	procs := "processes"
+	if r.Procs == 1 {
+		procs = "process"
+	}
+	return fmt.Sprintf("%s (%d ginkgo %s)", (time.Duration(r.WallSeconds) * time.Second).String(), r.Procs, procs)
 }
 
 // causeCount is one failure category of our kubelet's run: how many specs

@@ -478,3 +478,17 @@ func TestIndex(t *testing.T) {
 		t.Error("WriteIndex of no sets: no error")
 	}
 }
+
+func TestWallTime(t *testing.T) {
+	for _, tc := range []struct {
+		r    Results
+		want string
+	}{
+		{Results{WallSeconds: 1138, Procs: 1}, "18m58s (1 ginkgo process)"},
+		{Results{WallSeconds: 2441, Procs: 6}, "40m41s (6 ginkgo processes)"},
+	} {
+		if got := wallTime(&tc.r); got != tc.want {
+			t.Errorf("wallTime(%v s, %d procs) = %q, want %q", tc.r.WallSeconds, tc.r.Procs, got, tc.want)
+		}
+	}
+}
