@@ -65,8 +65,9 @@ work=$GK_OUTPUT/e2e-images
 mkdir -p "$work"
 BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin
 
-# Tools copied into the images, from Debian packages installed on this machine.
-TOOL_PKGS=(bash dash hostname curl bind9-dnsutils netcat-openbsd iproute2 iperf socat umoci)
+# Tools copied into the images, from Debian packages installed on this
+# machine, and those that build them (umoci; jq lays out the fake registry).
+TOOL_PKGS=(bash dash hostname curl bind9-dnsutils netcat-openbsd iproute2 iperf socat umoci jq)
 installed() { [ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]; }
 need=()
 for p in "${TOOL_PKGS[@]}"; do installed "$p" || need+=("$p"); done
@@ -99,6 +100,8 @@ stamp=$(
   {
     cat "$GK_REPO_ROOT/hack/e2e-images.sh"
     (cd "$SRC" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
+    (cd "$GK_REPO_ROOT" && find images/pause -name '*.go' ! -name '*_test.go' -print0 | sort -z | xargs -0 sha256sum)
+    go version
     sha256sum "$BIN/agnhost" "$BIN/nonewprivs" "$COREDNS_BIN" "$debs"/*.deb
     dpkg-query -W "${TOOL_PKGS[@]}"
     umoci --version
@@ -190,12 +193,62 @@ PATH_ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # ---- the images --------------------------------------------------------------
 
+# registry_content ROOTFS NAME TAG LAYOUT: the image of the OCI layout LAYOUT
+# (one manifest) as agnhost fake-registry-server serves it, NAME:TAG under
+# ROOTFS/var/registry: a tag file holding the digest of an image index,
+# the index (linux/GOARCH) and the manifest under manifests/, the config
+# and layers under blobs/, each at <algo>/<first two>/<hash>/data. As
+# upstream's image carries (test/images/agnhost/fakeregistryserver); the
+# server sends a manifest's own mediaType as its Content-Type, so both
+# documents carry one (umoci's manifest has none).
+registry_content() {
+  local r=$1 name=$2 tag=$3 layout=$4 dir manifest index digest
+  dir=$r/var/registry/$name
+  rm -rf "$dir" && mkdir -p "$dir/manifests" "$dir/blobs"
+  put() { # put KIND FILE: stores FILE under KIND by its digest, prints the digest
+    local h
+    h=$(sha256sum <"$2" | cut -d' ' -f1)
+    install -D -m 0644 "$2" "$dir/$1/sha256/${h:0:2}/$h/data"
+    echo "sha256:$h"
+  }
+  digest=$(jq -r '.manifests[0].digest' "$layout/index.json")
+  manifest=$work/$name-$tag.registry-manifest.json
+  jq -c '{schemaVersion, mediaType: "application/vnd.oci.image.manifest.v1+json", config, layers}' \
+    "$layout/blobs/sha256/${digest#sha256:}" >"$manifest"
+  for digest in $(jq -r '.config.digest, .layers[].digest' "$manifest"); do
+    put blobs "$layout/blobs/sha256/${digest#sha256:}" >/dev/null
+  done
+  digest=$(put manifests "$manifest")
+  index=$work/$name-$tag.registry-index.json
+  jq -nc --arg d "$digest" --argjson size "$(stat -c %s "$manifest")" --arg arch "$(go env GOARCH)" \
+    '{schemaVersion: 2, mediaType: "application/vnd.oci.image.index.v1+json",
+      manifests: [{mediaType: "application/vnd.oci.image.manifest.v1+json", digest: $d, size: $size,
+                   platform: {architecture: $arch, os: "linux"}}]}' >"$index"
+  put manifests "$index" >"$dir/manifests/$tag"
+  # The registry pod runs as a non-root user (the restricted profile);
+  # umoci keeps its blobs owner-only.
+  chmod -R a+rX "$r/var/registry"
+}
+
+# The pause image the fake registry serves as pause:testing (upstream's
+# images.txt: registry.k8s.io/pause:3.10.2): this repository's pause
+# binary, as the sandbox image of hack/images.sh.
+build_registry_pause() {
+  local r=$work/registry-pause.rootfs
+  rm -rf "$r" && mkdir -p "$r"
+  (cd "$GK_REPO_ROOT" && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$r/pause" ./images/pause) ||
+    gk_die "building images/pause failed"
+  oci_image registry-pause testing "$r" "$work/registry-pause-testing.tar" \
+    --config.entrypoint /pause --config.user 65535:65535 --config.workingdir /
+}
+
 # agnhost: upstream is alpine 3.21 with bind-tools, curl, netcat-openbsd,
 # iproute2, iperf, bash, util-linux-misc and socat, /coredns, the porter's
-# certificate, /uploads, /agnhost and /agnhost-2, and the user/group the
-# supplemental-groups tests expect. Not here: util-linux-misc, and the fake
-# registry's content in /var/registry (upstream pulls it from registries at
-# image build time; no registry is reachable here).
+# certificate, /uploads, /agnhost and /agnhost-2, the user/group the
+# supplemental-groups tests expect, and the fake registry's content in
+# /var/registry (pause:testing; upstream pulls it from registry.k8s.io at
+# image build time, here it is built: registry_content). Not here:
+# util-linux-misc.
 build_agnhost() {
   local r=$work/agnhost.rootfs
   base_busybox "$r" etc-alpine
@@ -227,6 +280,8 @@ build_agnhost() {
   echo 'user-defined-in-image:!::0:::::' >>"$r/etc/shadow"
   mkdir -p "$r/home/user-defined-in-image"
   chown 1000:1000 "$r/home/user-defined-in-image"
+  build_registry_pause
+  registry_content "$r" pause testing "$work/registry-pause-testing.oci"
   oci_image agnhost "$AGNHOST_TAG" "$r" "$work/agnhost-$AGNHOST_TAG.tar" \
     --config.entrypoint /agnhost --config.cmd pause --config.env "$PATH_ENV" \
     --config.exposedports 80/tcp --config.exposedports 8080/tcp --config.exposedports 8081/tcp \
