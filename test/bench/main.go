@@ -227,6 +227,12 @@ func run(o options) error {
 			o.crunHandler = ""
 		}
 	}
+	// The runtime without an event stream of the relist-only runs.
+	proxy, err := startNoEventsProxy(filepath.Join(o.workDir, "cri-noevents.sock"), o.criEndpoint)
+	if err != nil {
+		return err
+	}
+	defer proxy.Stop()
 	start := time.Now()
 	for r := 1; r <= o.rounds; r++ {
 		for _, kind := range []string{"ours", "upstream"} {
@@ -235,6 +241,11 @@ func run(o options) error {
 				logf("round %d %s FAILED: %v", r, kind, err)
 				b.fails = append(b.fails, fmt.Sprintf("round %d, %s: %v", r, kind, err))
 			}
+		}
+		logf("round %d: our kubelet, relist only (exit workload, runtime without events)", r)
+		if err := b.runRelistOnly(r, proxy); err != nil {
+			logf("round %d %s FAILED: %v", r, kindRelist, err)
+			b.fails = append(b.fails, fmt.Sprintf("round %d, %s: %v", r, kindRelist, err))
 		}
 		logf("round %d: floor (CRI)", r)
 		if err := b.runFloorRound("floor", ""); err != nil {
@@ -388,9 +399,53 @@ func (b *bench) deleteBoundPods(ctx context.Context, node string) error {
 	return fmt.Errorf("pods bound to node %s not gone after 30s", node)
 }
 
+// kubeletRun is one kubelet started for one round, Ready, with a namespace
+// of its own whose pods the tracker follows.
+type kubeletRun struct {
+	kind  string
+	round int
+	k     *kubeletProc
+	dir   string // its root, configuration and logs
+	ns    string
+	t     *tracker
+}
+
 // runKubelet is one kubelet's share of a round: start it on an empty
 // runtime as a freshly registered node, run the workloads, stop it.
-func (b *bench) runKubelet(kind string, round int) (err error) {
+func (b *bench) runKubelet(kind string, round int) error {
+	return b.withKubelet(kind, round, b.opt.criEndpoint, b.workloads)
+}
+
+// runRelistOnly is our kubelet's relist-only share of a round: the exit
+// workload alone, on the runtime behind the proxy that streams no events
+// (noevents.go). Its log must say it relists alone, or the run fails.
+func (b *bench) runRelistOnly(round int, proxy *noEventsProxy) error {
+	return b.withKubelet(kindRelist, round, proxy.Endpoint, func(ctx context.Context, r *kubeletRun) error {
+		if err := b.runExit(ctx, r.kind, r.ns, r.t); err != nil {
+			return err
+		}
+		log, err := os.ReadFile(r.k.logPath)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(log), relistAloneLog) {
+			return fmt.Errorf("its log does not say %q: it may have followed an event stream", relistAloneLog)
+		}
+		return nil
+	})
+}
+
+// kindRelist is our kubelet on a runtime without an event stream.
+const kindRelist = "ours-relist"
+
+// relistAloneLog is what our kubelet logs when its runtime streams no
+// container events (pkg/runtime/pleg).
+const relistAloneLog = "The container runtime streams no container events; the PLEG relists alone"
+
+// withKubelet starts kind's kubelet for round on an empty runtime (reached
+// at endpoint) as a freshly registered node, records its start-up figures,
+// runs body, and stops it.
+func (b *bench) withKubelet(kind string, round int, endpoint string, body func(context.Context, *kubeletRun) error) (err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := b.opt
@@ -407,7 +462,7 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	dir := filepath.Join(o.workDir, fmt.Sprintf("%s-r%d", kind, round))
 	unmountUnder(dir)
 	_ = os.RemoveAll(dir)
-	args, healthz, err := kubeletConfig(kind, bin, dir, b.env, o.criEndpoint, o.verbosity)
+	args, healthz, err := kubeletConfig(kind, bin, dir, b.env, endpoint, o.verbosity)
 	if err != nil {
 		return err
 	}
@@ -453,6 +508,13 @@ func (b *bench) runKubelet(kind string, round int) (err error) {
 	ready := make(chan struct{})
 	go t.run(ctx, b.cs, ns, ready)
 	<-ready
+	return body(ctx, &kubeletRun{kind: kind, round: round, k: k, dir: dir, ns: ns, t: t})
+}
+
+// workloads runs every workload of a round on one kubelet, in order.
+func (b *bench) workloads(ctx context.Context, r *kubeletRun) error {
+	o := b.opt
+	kind, round, k, dir, ns, t := r.kind, r.round, r.k, r.dir, r.ns, r.t
 	pid := k.pid()
 	running := func(p *podTimes) bool { return !p.running.IsZero() }
 	gone := func(p *podTimes) bool { return !p.deleted.IsZero() }

@@ -113,6 +113,23 @@ func (b *bench) phaseTable() string {
 	return sb.String()
 }
 
+// exitTable sets our kubelet's exit latencies with the runtime's event
+// stream beside its own with the relist alone (the relist-only run, on the
+// runtime behind the proxy that streams nothing), and upstream's.
+func (b *bench) exitTable() string {
+	var sb strings.Builder
+	sb.WriteString("| kill → terminated status (s) | ours, event stream + relist | ours, relist alone | upstream | events/relist alone (ours) | ours relist alone/upstream |\n|---|---|---|---|---|---|\n")
+	for _, f := range latencyFigs {
+		ev, rl, up := b.res.get("ours", "exit", f.key), b.res.get(kindRelist, "exit", f.key), b.res.get("upstream", "exit", f.key)
+		if len(ev) == 0 && len(rl) == 0 && len(up) == 0 {
+			continue
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s |\n", f.label, FormatSpread(ev), FormatSpread(rl), FormatSpread(up),
+			FormatSpread(PairedRatios(ev, rl)), FormatSpread(PairedRatios(rl, up)))
+	}
+	return sb.String()
+}
+
 // floorTable sets the floor's CRI calls beside our kubelet's span of the same
 // steps (from its log), for runc and, when it runs here, crun.
 func (b *bench) floorTable() string {
@@ -205,7 +222,7 @@ part by hand; re-run `+"`make bench`"+` instead.
 | container runtime | %s (dedicated instance `+"`bench`"+`, runc, overlayfs/native per hack/containerd.sh) |
 | kernel | %s |
 | machine | %d CPUs, %.1f GiB memory |
-| rounds | %d (each: ours, upstream, floor) |
+| rounds | %d (each: ours, upstream, ours with the relist alone (exit workload), floor) |
 | wall time of the measurement | %s |
 
 ## Method
@@ -219,7 +236,7 @@ part by hand; re-run `+"`make bench`"+` instead.
   by `+"`hack/images.sh bench`"+`, so no pulls). Before each kubelet starts, every CRI pod is removed
   and the Node object is deleted, so each run registers a fresh node on an empty runtime. The whole
   benchmark holds `+"`/run/gokubelet/cluster.lock`"+`.
-- Rounds alternate: ours, upstream, floor, ours, upstream, floor, … Both kubelets run at `+"`-v=%d`"+`
+- Rounds alternate: ours, upstream, ours relist-only, floor, ours, … Both kubelets run at `+"`-v=%d`"+`
   with their default API QPS (50/100) and their own --root-dir, podLogsDir and healthz port.
   Both serve the kubelet API with the cluster's kubelet serving certificate, x509-only
   authentication (webhook and anonymous off) and authorization `+"`AlwaysAllow`"+`. The upstream
@@ -236,7 +253,8 @@ part by hand; re-run `+"`make bench`"+` instead.
   Never) running, whose containers the driver kills straight through CRI (StopContainer, no grace:
   as an OOM kill or a crash ends them), one every %v, timed from StopContainer's return to the
   first watch event showing the container terminated (a kubelet that relists every second sees an
-  exit up to a second late; one that follows the runtime's event stream, at once); then the CSI workload: upstream's mock CSI
+  exit up to a second late; one that follows the runtime's event stream, at once; the relist-only
+  run below measures ours without the stream); then the CSI workload: upstream's mock CSI
   driver (`+"`hack/csi-mock`"+`, the driver of upstream's csi-mock e2e specs) started and registered
   through this kubelet's plugins_registry, %d volumes created in it with CreateVolume (as a
   provisioner would) and bound to claims before any pod exists, then %d pods, one every %v, each
@@ -269,6 +287,12 @@ part by hand; re-run `+"`make bench`"+` instead.
   call issued to StartContainer returned. Each call is timed too. When Debian's crun is installed,
   one pod with the runtime handler crun (hack/containerd.sh configures it: the same shim, crun as
   its binary) is tried first; if it starts, each round runs the floor once more with crun.
+- Relist-only: in each round, after the two kubelets, our kubelet runs again (a fresh node, as
+  above) for the exit workload alone, on the same containerd reached through a proxy
+  (test/bench/noevents.go) that passes every CRI call through except GetContainerEvents, which it
+  answers Unimplemented, as containerd 1.6 does. Our PLEG then relists alone, every second; the
+  run fails unless the kubelet's log says so. Same binary, configuration and runtime: the two
+  columns differ by the event stream only.
 - Log reads, last in each kubelet's share of a round: see the section of that name below.
 - Every cell: median over rounds [min–max across rounds]. Ratios are computed per round between
   runs of the same round (paired), then median [min–max] over rounds.
@@ -282,6 +306,14 @@ part by hand; re-run `+"`make bench`"+` instead.
 "Container started → running seen" is the kubelet's share of reporting a start: from the
 runtime's own StartedAt of the container (CRI ContainerStatus, nanoseconds, read after the
 workload) to the first watch event showing it running.
+
+%s
+### Exits: the event stream against the relist alone
+
+The exit workload (see Method) for our kubelet as it runs on containerd 2, which streams container
+events (CRI GetContainerEvents; an exit makes the PLEG relist at once, and the relist every second
+stays the safety net), beside the same kubelet on the same runtime with no event stream, relisting
+alone (the relist-only run), and beside upstream (its generic PLEG relists every second).
 
 %s
 ### The floor's CRI calls beside ours
@@ -302,7 +334,7 @@ sandboxes and containers) are included.
 %s
 `, m.date, m.commit, m.upstream, m.server, m.images, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
 		o.verbosity, testImage, o.batchSmall, o.batchLarge, o.settleIdle, o.batchLarge, o.streamN, o.streamEvery,
-		o.exitPods, o.exitEvery, o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable(), b.floorTable(), b.runtimeOpsTable())
+		o.exitPods, o.exitEvery, o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable(), b.exitTable(), b.floorTable(), b.runtimeOpsTable())
 	sb.WriteString(b.liveTailTable())
 	if len(b.fails) > 0 {
 		sb.WriteString("### Failed runs (their figures are missing above)\n\n")

@@ -67,3 +67,20 @@ func TestRuntimeOpsTable(t *testing.T) {
 		t.Errorf("a workload without both readings is listed:\n%s", got)
 	}
 }
+
+func TestExitTable(t *testing.T) {
+	b := &bench{res: results{}}
+	for _, r := range []struct{ ours, relist, up float64 }{{0.06, 0.50, 0.58}, {0.07, 0.60, 0.45}} {
+		b.res.add("ours", "exit", "p50", r.ours)
+		b.res.add(kindRelist, "exit", "p50", r.relist)
+		b.res.add("upstream", "exit", "p50", r.up)
+	}
+	got := b.exitTable()
+	// Paired per round: 0.06/0.50 = 0.12 and 0.07/0.60 = 0.117; 0.50/0.58 and 0.60/0.45.
+	if want := "| p50 (s) | 0.07 [0.06–0.07] | 0.55 [0.50–0.60] | 0.52 [0.45–0.58] | 0.12 [0.12–0.12] | 1.10 [0.86–1.33] |"; !strings.Contains(got, want) {
+		t.Errorf("missing %q in\n%s", want, got)
+	}
+	if strings.Contains(got, "p90") {
+		t.Errorf("a figure with no readings is listed:\n%s", got)
+	}
+}
