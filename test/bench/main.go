@@ -50,6 +50,10 @@ type options struct {
 	// crunHandler, when set, is the runtime handler that runs crun: each
 	// round then runs the floor a second time with it.
 	crunHandler string
+	// cpuProfile > 0 keeps each kubelet's CPU profile over that long from
+	// the start of the large batch (a diagnostic, off by default: profiling
+	// costs the kubelets a little CPU).
+	cpuProfile time.Duration
 	// The exit workload (exit.go): pods, interval of the kills.
 	exitPods  int
 	exitEvery time.Duration
@@ -110,6 +114,7 @@ func main() {
 	flag.StringVar(&o.csiMock, "csi-mock", "", "upstream's mock CSI driver with its registration glue (hack/build-upstream.sh csi-mock), for the CSI workload")
 	flag.IntVar(&o.csiPods, "csi-pods", 20, "pods in the CSI workload, each with its own pre-provisioned volume")
 	flag.StringVar(&o.crunHandler, "crun-handler", "", "runtime handler of the bench containerd that runs crun (hack/containerd.sh configures \"crun\" when Debian's crun is installed); each round then runs the floor with it too")
+	flag.DurationVar(&o.cpuProfile, "cpu-profile", 0, "keep each kubelet's CPU profile over this long from the start of the large batch, as <kind>-r<round>-cpu-batch-large.pb.gz in the work dir (a diagnostic; 0: none)")
 	flag.DurationVar(&o.csiEvery, "csi-every", 500*time.Millisecond, "interval of the CSI workload's pods")
 	flag.IntVar(&o.exitPods, "exit-pods", 20, "pods in the exit workload, whose containers are killed through CRI")
 	flag.DurationVar(&o.exitEvery, "exit-every", 230*time.Millisecond, "interval of the exit workload's kills (not a divisor of the 1 s relist period: the kills land at all its phases)")
@@ -546,6 +551,16 @@ func (b *bench) workloads(ctx context.Context, r *kubeletRun) error {
 	large := podNames("large", o.batchLarge)
 	ops0 = b.runtimeOps(ctx)
 	w = b.openWindow(ctx, pid)
+	profiled := make(chan struct{})
+	if o.cpuProfile > 0 {
+		go func() {
+			defer close(profiled)
+			b.saveProfile(ctx, "profile", int(o.cpuProfile.Seconds()),
+				filepath.Join(o.workDir, fmt.Sprintf("%s-r%d-cpu-batch-large.pb.gz", kind, round)))
+		}()
+	} else {
+		close(profiled)
+	}
 	if err := createPods(ctx, b.cs, ns, t, large, len(large), 0); err != nil {
 		return err
 	}
@@ -556,7 +571,8 @@ func (b *bench) workloads(ctx context.Context, r *kubeletRun) error {
 	p := w.close(ctx, kind, "batch-large", len(large))
 	b.recordRuntimeOps(kind, "batch-large", ops0, b.runtimeOps(ctx), len(large))
 	b.recordRSS(kind, "batch-large", "rss_idle", p)
-	b.saveHeapProfile(ctx, filepath.Join(o.workDir, fmt.Sprintf("%s-r%d-heap-idle.pb.gz", kind, round)))
+	b.saveProfile(ctx, "heap", 0, filepath.Join(o.workDir, fmt.Sprintf("%s-r%d-heap-idle.pb.gz", kind, round)))
+	<-profiled
 	b.recordStartup(kind, "batch-large", t.snapshot(large))
 	b.recordReportLatency(ctx, kind, "batch-large", ns, t, large)
 

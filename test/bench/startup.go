@@ -166,21 +166,25 @@ func loadedImageMB(path string) (float64, error) {
 	return float64(n) / 1e6, nil
 }
 
-// saveHeapProfile keeps the kubelet's heap profile (its /debug/pprof/heap,
-// through the API server's node proxy, as the last GC saw it) in path, for
-// `go tool pprof`: where the anonymous memory of an idle node with pods goes.
-// Not part of the report.
-func (b *bench) saveHeapProfile(ctx context.Context, path string) {
-	raw, err := b.cs.CoreV1().RESTClient().Get().
-		AbsPath("/api/v1/nodes", b.env["NODE_NAME"], "proxy/debug/pprof/heap").DoRaw(ctx)
+// saveProfile keeps one of the kubelet's profiles (its /debug/pprof/<which>,
+// through the API server's node proxy) in path, for `go tool pprof`: the
+// heap as the last GC saw it (where the anonymous memory of an idle node
+// with pods goes), or a CPU profile. Not part of the report.
+// A CPU profile ("profile") lasts seconds.
+func (b *bench) saveProfile(ctx context.Context, which string, seconds int, path string) {
+	req := b.cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", b.env["NODE_NAME"], "proxy/debug/pprof/"+which)
+	if seconds > 0 {
+		req = req.Param("seconds", fmt.Sprint(seconds)).Timeout(time.Duration(seconds+30) * time.Second)
+	}
+	raw, err := req.DoRaw(ctx)
 	if err == nil {
 		err = os.WriteFile(path, raw, 0o644)
 	}
 	if err != nil {
-		logf("heap profile: %v", err)
+		logf("profile %s: %v", which, err)
 		return
 	}
-	logf("heap profile: %s", path)
+	logf("profile %s: %s", which, path)
 }
 
 // runtimeOps reads the kubelet's runtime calls so far by operation type
