@@ -54,6 +54,9 @@ type options struct {
 	// the start of the large batch (a diagnostic, off by default: profiling
 	// costs the kubelets a little CPU).
 	cpuProfile time.Duration
+	// The volumes workload (volumes.go): pods, interval.
+	volPods  int
+	volEvery time.Duration
 	// The exit workload (exit.go): pods, interval of the kills.
 	exitPods  int
 	exitEvery time.Duration
@@ -116,6 +119,8 @@ func main() {
 	flag.StringVar(&o.crunHandler, "crun-handler", "", "runtime handler of the bench containerd that runs crun (hack/containerd.sh configures \"crun\" when Debian's crun is installed); each round then runs the floor with it too")
 	flag.DurationVar(&o.cpuProfile, "cpu-profile", 0, "keep each kubelet's CPU profile over this long from the start of the large batch, as <kind>-r<round>-cpu-batch-large.pb.gz in the work dir (a diagnostic; 0: none)")
 	flag.DurationVar(&o.csiEvery, "csi-every", 500*time.Millisecond, "interval of the CSI workload's pods")
+	flag.IntVar(&o.volPods, "volumes-pods", 20, "pods in the volumes workload, each with a configMap, a secret, the service-account token and an emptyDir")
+	flag.DurationVar(&o.volEvery, "volumes-every", 500*time.Millisecond, "interval of the volumes workload's pods")
 	flag.IntVar(&o.exitPods, "exit-pods", 20, "pods in the exit workload, whose containers are killed through CRI")
 	flag.DurationVar(&o.exitEvery, "exit-every", 230*time.Millisecond, "interval of the exit workload's kills (not a divisor of the 1 s relist period: the kills land at all its phases)")
 	flag.DurationVar(&o.settleIdle, "settle", 10*time.Second, "settle time before the idle RSS with the large batch running")
@@ -621,6 +626,11 @@ func (b *bench) workloads(ctx context.Context, r *kubeletRun) error {
 
 	// Containers killed behind the kubelet's back (exit.go).
 	if err := b.runExit(ctx, kind, ns, t); err != nil {
+		return err
+	}
+
+	// Pods with the common volumes (volumes.go).
+	if err := b.runVolumes(ctx, kind, ns, t); err != nil {
 		return err
 	}
 

@@ -17,6 +17,7 @@ var (
 		{"stream", "stream of %d"},
 		{"churn", "churn: delete %d"},
 		{"exit", "exit: %d containers killed through CRI, one every %v (kill → terminated status)"},
+		{"volumes", "volumes: stream of %d pods, each with a configMap, a secret, the service-account token and an emptyDir"},
 		{"csi", "CSI: stream of %d pods, each with a pre-provisioned volume of upstream's mock driver"},
 	}
 	startFigs = []figure{
@@ -55,6 +56,8 @@ func (b *bench) wlLabel(key, label string) string {
 		n = b.opt.streamN
 	case "csi":
 		return fmt.Sprintf(label+" (1 / %v)", b.opt.csiPods, b.opt.csiEvery)
+	case "volumes":
+		return fmt.Sprintf(label+" (1 / %v)", b.opt.volPods, b.opt.volEvery)
 	case "exit":
 		return fmt.Sprintf(label, b.opt.exitPods, b.opt.exitEvery)
 	}
@@ -254,7 +257,9 @@ part by hand; re-run `+"`make bench`"+` instead.
   as an OOM kill or a crash ends them), one every %v, timed from StopContainer's return to the
   first watch event showing the container terminated (a kubelet that relists every second sees an
   exit up to a second late; one that follows the runtime's event stream, at once; the relist-only
-  run below measures ours without the stream); then the CSI workload: upstream's mock CSI
+  run below measures ours without the stream); then the volumes workload: %d pods, one every %v,
+  each mounting a configMap, a secret, the projected service-account token (automounted: the
+  kubelet requests the token) and an emptyDir; then the CSI workload: upstream's mock CSI
   driver (`+"`hack/csi-mock`"+`, the driver of upstream's csi-mock e2e specs) started and registered
   through this kubelet's plugins_registry, %d volumes created in it with CreateVolume (as a
   provisioner would) and bound to claims before any pod exists, then %d pods, one every %v, each
@@ -334,7 +339,7 @@ sandboxes and containers) are included.
 %s
 `, m.date, m.commit, m.upstream, m.server, m.images, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
 		o.verbosity, testImage, o.batchSmall, o.batchLarge, o.settleIdle, o.batchLarge, o.streamN, o.streamEvery,
-		o.exitPods, o.exitEvery, o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable(), b.exitTable(), b.floorTable(), b.runtimeOpsTable())
+		o.exitPods, o.exitEvery, o.volPods, o.volEvery, o.csiPods, o.csiPods, o.csiEvery, o.settleIdle, o.settleIdle, table, b.phaseTable(), b.exitTable(), b.floorTable(), b.runtimeOpsTable())
 	sb.WriteString(b.liveTailTable())
 	if len(b.fails) > 0 {
 		sb.WriteString("### Failed runs (their figures are missing above)\n\n")

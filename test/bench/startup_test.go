@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
 )
 
 func TestSecondsSince(t *testing.T) {
@@ -82,5 +84,20 @@ func TestExitTable(t *testing.T) {
 	}
 	if strings.Contains(got, "p90") {
 		t.Errorf("a figure with no readings is listed:\n%s", got)
+	}
+}
+
+func TestVolumesPodAsksForTheToken(t *testing.T) {
+	p := volumesPod("v")
+	if p.Spec.AutomountServiceAccountToken == nil || !*p.Spec.AutomountServiceAccountToken {
+		t.Error("the volumes pod does not automount its token")
+	}
+	if hasTokenVolume(p) {
+		t.Error("a pod before admission has a token volume")
+	}
+	p.Spec.Volumes = append(p.Spec.Volumes, v1.Volume{Name: "kube-api-access", VolumeSource: v1.VolumeSource{Projected: &v1.ProjectedVolumeSource{
+		Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}})
+	if !hasTokenVolume(p) {
+		t.Error("the admitted pod's token volume is not found")
 	}
 }
