@@ -222,20 +222,8 @@ func (b *bench) runCSI(ctx context.Context, kind, dir, ns string, t *tracker) (e
 	if err != nil {
 		return err
 	}
-	running := func(p *podTimes) bool { return !p.running.IsZero() }
-	gone := func(p *podTimes) bool { return !p.deleted.IsZero() }
-	if err := createPodsWith(ctx, b.cs, ns, t, names, 1, o.csiEvery, csiPod); err != nil {
+	if err := b.podStream(ctx, kind, "csi", ns, t, names, o.csiEvery, csiPod, nil); err != nil {
 		return err
-	}
-	if err := t.waitAll(names, running, 180*time.Second); err != nil {
-		return fmt.Errorf("csi: %w", err)
-	}
-	b.recordStartup(kind, "csi", t.snapshot(names))
-	if err := deletePods(ctx, b.cs, ns, t, names, len(names)); err != nil {
-		return err
-	}
-	if err := t.waitAll(names, gone, 180*time.Second); err != nil {
-		return fmt.Errorf("deleting the csi pods: %w", err)
 	}
 	// The volumes are torn down after the pods are gone; wait for it, so
 	// that the next workload starts on a quiet kubelet and the driver is

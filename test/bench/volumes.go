@@ -54,29 +54,45 @@ func (b *bench) runVolumes(ctx context.Context, kind, ns string, t *tracker) err
 		return err
 	}
 	names := podNames("volumes", o.volPods)
+	// The token is the API server's to add (its ServiceAccount admission):
+	// without it the workload would not measure what it says.
+	check := func() error {
+		p, err := b.cs.CoreV1().Pods(ns).Get(ctx, names[0], metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !hasTokenVolume(p) {
+			return fmt.Errorf("pod %s has no projected service-account token volume", p.Name)
+		}
+		return nil
+	}
+	return b.podStream(ctx, kind, "volumes", ns, t, names, o.volEvery, volumesPod, check)
+}
+
+// podStream creates the named pods, one every interval, waits until all
+// run, checks them (check may be nil), records their startup as workload wl,
+// and deletes them, waiting until they are gone.
+func (b *bench) podStream(ctx context.Context, kind, wl, ns string, t *tracker, names []string, every time.Duration,
+	pod func(string) *v1.Pod, check func() error) error {
 	running := func(p *podTimes) bool { return !p.running.IsZero() }
 	gone := func(p *podTimes) bool { return !p.deleted.IsZero() }
-	if err := createPodsWith(ctx, b.cs, ns, t, names, 1, o.volEvery, volumesPod); err != nil {
+	if err := createPodsWith(ctx, b.cs, ns, t, names, 1, every, pod); err != nil {
 		return err
 	}
 	if err := t.waitAll(names, running, 180*time.Second); err != nil {
-		return fmt.Errorf("volumes: %w", err)
+		return fmt.Errorf("%s: %w", wl, err)
 	}
-	// The token is the API server's to add (its ServiceAccount admission):
-	// without it the workload would not measure what it says.
-	p, err := b.cs.CoreV1().Pods(ns).Get(ctx, names[0], metav1.GetOptions{})
-	if err != nil {
-		return err
+	if check != nil {
+		if err := check(); err != nil {
+			return fmt.Errorf("%s: %w", wl, err)
+		}
 	}
-	if !hasTokenVolume(p) {
-		return fmt.Errorf("volumes: pod %s has no projected service-account token volume", p.Name)
-	}
-	b.recordStartup(kind, "volumes", t.snapshot(names))
+	b.recordStartup(kind, wl, t.snapshot(names))
 	if err := deletePods(ctx, b.cs, ns, t, names, len(names)); err != nil {
 		return err
 	}
 	if err := t.waitAll(names, gone, 180*time.Second); err != nil {
-		return fmt.Errorf("deleting the volumes pods: %w", err)
+		return fmt.Errorf("deleting the %s pods: %w", wl, err)
 	}
 	return nil
 }
