@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/gokubelet/kubelet/test/framework"
 )
 
 // Sizes of the eviction test: the pods' memory (kubepods, node
@@ -28,7 +30,8 @@ import (
 // evictAllocatable - evictMemThreshold of pod usage; the node filesystem is
 // a loop-mounted ext4 of evictFsSize holding the kubelet's root and the pod
 // logs, with nodefs.available at evictFsThreshold. The machine's own
-// memory and disk are never pressed.
+// memory and disk are never pressed (imagefs.available, containerd's
+// filesystem on the machine's disk, keeps the shared absolute value).
 const (
 	evictAllocatable  = 600 << 20
 	evictMemThreshold = "200Mi"
@@ -170,6 +173,15 @@ func TestEvictionOfMemoryHogAndDiskFiller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// This test's thresholds replace the shared ones.
+	sharedEviction, err := framework.EvictionConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(shared), sharedEviction) {
+		t.Fatalf("the shared kubelet config lacks the tests' eviction block:\n%s", shared)
+	}
+	shared = []byte(strings.Replace(string(shared), sharedEviction, "", 1))
 	reserved := machineMemory(t) - evictAllocatable
 	cfg := regexp.MustCompile(`(?m)^podLogsDir: .*$`).ReplaceAllString(string(shared), "podLogsDir: "+logs) + fmt.Sprintf(`cgroupRoot: /gokubelet-e2e-eviction
 systemReserved:
@@ -178,7 +190,7 @@ enforceNodeAllocatable: [pods]
 evictionHard:
   memory.available: %s
   nodefs.available: %s
-  imagefs.available: "5%%"
+  imagefs.available: 2Gi
 evictionPressureTransitionPeriod: %s
 `, reserved, evictMemThreshold, evictFsThreshold, evictTransition)
 	cfgPath := filepath.Join(t.TempDir(), "config.yaml")

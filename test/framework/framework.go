@@ -44,6 +44,17 @@ func RepoRoot() string {
 	return wd
 }
 
+// EvictionConfig is the evictionHard block of every kubelet configuration
+// the tests and benchmarks write (test/kubelet-eviction.yaml says why), to
+// be appended to a KubeletConfiguration document.
+func EvictionConfig() (string, error) {
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "test", "kubelet-eviction.yaml"))
+	if err != nil {
+		return "", fmt.Errorf("the tests' eviction thresholds: %w", err)
+	}
+	return string(b), nil
+}
+
 // Instance is the project's containerd instance the tests bring up and
 // restart (GOKUBELET_TEST_INSTANCE, default "test"; hack/test.sh runs the
 // integration tier once more on instance "test16" with Debian's

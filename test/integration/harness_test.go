@@ -96,6 +96,10 @@ func startNodeWith(t *testing.T, extraConfig string) *node {
 			t.Fatal(err)
 		}
 	}
+	eviction, err := framework.EvictionConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 staticPodPath: %s
@@ -113,7 +117,7 @@ authorization:
 healthzPort: %d
 podLogsDir: %s
 syncFrequency: 20s
-%s`, n.manifests, framework.CRIEndpoint(), n.roPort, n.apiPort, clientCA.File, n.HealthzPort, n.logsDir, extraConfig)
+%s%s`, n.manifests, framework.CRIEndpoint(), n.roPort, n.apiPort, clientCA.File, n.HealthzPort, n.logsDir, eviction, extraConfig)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
