@@ -141,7 +141,7 @@ var Table = []Gate{
 	{"ContainerStopSignals", Lacking, "", "lifecycle.stopSignal (pods using it wait with a reason)"},
 	{"DRAExtendedResource", Lacking, "", "extended resources backed by DRA"},
 	{"DisableCPUQuotaWithExclusiveCPUs", Lacking, "", "exclusive CPUs of the CPU manager, whose CFS quota it disables"},
-	{"EventedPLEG", Lacking, "", "upstream's evented PLEG, whose cache the event stream fills (this kubelet relists every second, and at once when the CRI event stream reports an exit, whatever the gate says)"},
+	{"EventedPLEG", Lacking, "", "upstream's evented PLEG, whose cache the event stream fills (whatever the gate says, this kubelet follows the CRI event stream where the runtime has one: a change it did not make, such as an exit, makes it relist at once, and the periodic relist runs every 10 s with the stream and every second without)"},
 	{"GracefulNodeShutdownBasedOnPodPriority", Lacking, "", "shutdownGracePeriodByPodPriority"},
 	{"HugepageAwareEviction", Lacking, "", "hugepages in eviction decisions (1.36+)"},
 	{"ImageVolume", Lacking, "", "image volumes"},

@@ -33,9 +33,15 @@ import (
 // health threshold follow upstream; housekeeping only cleans up, so its
 // period bounds how long an orphan lingers, not pod start latency.
 const (
-	plegRelistPeriod    = time.Second
-	plegChannelCapacity = 1000
-	housekeepingPeriod  = 2 * time.Second
+	plegRelistPeriod = time.Second
+	// plegStreamRelistPeriod is the relist period while the runtime's
+	// event stream is followed: the relist is then only the safety net
+	// for an event the stream lost without a break the PLEG sees (a
+	// break or a runtime restart makes it relist at once). Upstream's
+	// evented PLEG relists every 300 s.
+	plegStreamRelistPeriod = 10 * time.Second
+	plegChannelCapacity    = 1000
+	housekeepingPeriod     = 2 * time.Second
 	// cgroupCleanupEvery: pod cgroups are swept every this many
 	// housekeeping runs (10 s), so a departed pod's cgroup goes within
 	// about 20 s (the sweep leaves cgroups younger than 10 s).
@@ -170,7 +176,7 @@ func New(d Deps) *Engine {
 	if e.observer == nil {
 		e.observer = noObserver{}
 	}
-	e.pleg = pleg.New(d.Runtime, plegRelistPeriod, plegChannelCapacity, d.Clock)
+	e.pleg = pleg.New(d.Runtime, plegRelistPeriod, plegStreamRelistPeriod, plegChannelCapacity, d.Clock)
 	e.workers = podworkers.New(e.observer.InstrumentHandler(e), podworkers.Options{Resync: d.Resync, Clock: d.Clock})
 	e.loopHeartbeat.Store(d.Clock.Now().UnixNano())
 	d.Core.SetLifecycle(e)
@@ -199,8 +205,10 @@ func (e *Engine) AddTo(workers, loop *runnable.Stage) {
 		Add("prober", e.probes).
 		Add("volumes", runnable.Func(e.volumes.Start))
 	if src, ok := e.runtime.(pleg.EventSource); ok {
-		// A container's exit, seen on the runtime's event stream, makes
-		// the PLEG relist at once.
+		// A change the kubelet did not make itself (a container's exit),
+		// seen on the runtime's event stream, makes the PLEG relist at
+		// once; while the stream is followed the periodic relist slows
+		// to plegStreamRelistPeriod.
 		workers.Add("pleg-events", runnable.Func(func(ctx context.Context) error { return e.pleg.WatchEvents(ctx, src) }))
 	}
 	loop.Add("sync-loop", runnable.Func(e.syncLoop))

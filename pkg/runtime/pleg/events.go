@@ -23,23 +23,51 @@ type EventSource interface {
 
 // The event stream only makes the PLEG relist sooner: the relist stays the
 // one source of truth and the safety net, so what the stream gets wrong
-// cannot mislead the kubelet. A duplicated event costs a relist that finds
-// nothing new; a reordered one, too; a lost one, or a gap while the stream
-// reconnects or the runtime restarts, is found by the relist made on every
-// (re)connection and by the periodic one.
+// cannot mislead the kubelet. A duplicated event costs at most a relist
+// that finds nothing new; a reordered one, too; a lost one, or a gap while
+// the stream reconnects or the runtime restarts, is found by the relist made
+// on every (re)connection and by the periodic one, which runs every
+// streamPeriod while the stream is followed and every period otherwise.
 //
-// Only exits make it relist (STOPPED: a container or a sandbox ended), and
-// only those it has not seen yet: the kubelet learns of what it created,
+// An event makes the PLEG relist only when it is news: the PLEG's record
+// does not show it yet (isNews). The kubelet learns of what it created,
 // started, stopped and removed itself from the status it reads right after
-// acting (Observe), so relisting on those events would cost CPU during
-// every batch of pod starts and deletions for nothing. A container someone
-// else creates or removes waits for the periodic relist, as before. (An
-// event is used only to skip a relist that would find nothing; a wrong
-// one costs at most the period.)
+// acting (Observe), so relisting on its own events would cost CPU during
+// every batch of pod starts and deletions for nothing. An event about a pod
+// the kubelet is acting on is judged when the action ends, against the
+// record the kubelet's read left (Acting): news then is a change it did not
+// make, such as a container that crashed meanwhile.
 
-// wantsRelist reports whether an event makes the PLEG relist at once.
-func wantsRelist(e *runtimeapi.ContainerEventResponse) bool {
-	return e.GetContainerEventType() == runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT
+// isNews reports whether a container event says something the record of
+// its pod (the containers and sandboxes of rec, which may be nil) does not
+// show yet: a container or sandbox that ended, appeared or started, or was
+// removed.
+func isNews(e *runtimeapi.ContainerEventResponse, rec *container.PodStatus) bool {
+	id := e.GetContainerId()
+	known, ended, running := false, false, false
+	if rec != nil {
+		for _, c := range rec.Containers {
+			if c.ID == id {
+				known, ended, running = true, c.State == container.StateExited, c.State == container.StateRunning
+			}
+		}
+		for _, sb := range rec.Sandboxes {
+			if sb.ID == id {
+				known, ended, running = true, sb.State == container.SandboxNotReady, sb.State == container.SandboxReady
+			}
+		}
+	}
+	switch e.GetContainerEventType() {
+	case runtimeapi.ContainerEventType_CONTAINER_STOPPED_EVENT:
+		return !ended
+	case runtimeapi.ContainerEventType_CONTAINER_CREATED_EVENT:
+		return !known
+	case runtimeapi.ContainerEventType_CONTAINER_STARTED_EVENT:
+		return !running && !ended
+	case runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT:
+		return known
+	}
+	return false
 }
 
 // eventKickGap is the least time between two relists the stream asks for:
@@ -47,28 +75,43 @@ func wantsRelist(e *runtimeapi.ContainerEventResponse) bool {
 // relists, not one per exit.
 const eventKickGap = 100 * time.Millisecond
 
-// knownEnded reports whether the PLEG has already seen the container or
-// sandbox of an exit event ended.
-func (p *PLEG) knownEnded(e *runtimeapi.ContainerEventResponse) bool {
-	uid := types.UID(e.GetPodSandboxStatus().GetMetadata().GetUid())
-	id := e.GetContainerId()
+// onEvent makes the PLEG relist at once for an event that is news, or keeps
+// it, when the kubelet is acting on its pod, for the end of that action.
+func (p *PLEG) onEvent(e *runtimeapi.ContainerEventResponse) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.last[uid]
-	if s == nil {
-		return false
+	uid := p.podOf(e)
+	if p.acting[uid] > 0 {
+		p.pending[uid] = append(p.pending[uid], e)
+		p.mu.Unlock()
+		return
 	}
-	for _, c := range s.Containers {
-		if c.ID == id {
-			return c.State == container.StateExited
+	news := isNews(e, p.last[uid])
+	p.mu.Unlock()
+	if news {
+		p.kick()
+	}
+}
+
+// podOf is the pod an event is about: the one it names, else the one whose
+// record holds its container or sandbox ("" if none). p.mu is held.
+func (p *PLEG) podOf(e *runtimeapi.ContainerEventResponse) types.UID {
+	if uid := types.UID(e.GetPodSandboxStatus().GetMetadata().GetUid()); uid != "" {
+		return uid
+	}
+	id := e.GetContainerId()
+	for uid, s := range p.last {
+		for _, c := range s.Containers {
+			if c.ID == id {
+				return uid
+			}
+		}
+		for _, sb := range s.Sandboxes {
+			if sb.ID == id {
+				return uid
+			}
 		}
 	}
-	for _, sb := range s.Sandboxes {
-		if sb.ID == id {
-			return sb.State == container.SandboxNotReady
-		}
-	}
-	return false
+	return ""
 }
 
 // Stream reconnection back-off.
@@ -101,12 +144,12 @@ func (p *PLEG) WatchEvents(ctx context.Context, src EventSource) error {
 				// Whatever happened while there was no stream.
 				p.kick()
 			},
-			func(e *runtimeapi.ContainerEventResponse) {
-				if wantsRelist(e) && !p.knownEnded(e) {
-					p.kick()
-				}
-			})
-		p.streaming.Store(false)
+			p.onEvent)
+		if p.streaming.Swap(false) {
+			// Back to the relist alone: whatever the stream did not
+			// tell, and the period of a PLEG without a stream.
+			p.kick()
+		}
 		if ctx.Err() != nil {
 			return nil
 		}

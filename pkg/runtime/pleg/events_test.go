@@ -58,7 +58,9 @@ type session struct {
 	refuse error
 	before func()
 	events []runtimeapi.ContainerEventType
-	end    error
+	// after, when set, is waited for after the events, then end returned.
+	after <-chan struct{}
+	end   error
 }
 
 func (s *script) WatchContainerEvents(ctx context.Context, connected func(), event func(*runtimeapi.ContainerEventResponse)) error {
@@ -81,6 +83,13 @@ func (s *script) WatchContainerEvents(ctx context.Context, connected func(), eve
 	for _, t := range ss.events {
 		event(&runtimeapi.ContainerEventResponse{ContainerId: "a", ContainerEventType: t})
 	}
+	if ss.after != nil {
+		select {
+		case <-ss.after:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	if ss.end != nil {
 		return ss.end
 	}
@@ -88,11 +97,17 @@ func (s *script) WatchContainerEvents(ctx context.Context, connected func(), eve
 	return ctx.Err()
 }
 
-// startPLEG runs a PLEG whose period is an hour: every relist after the
+// startPLEG runs a PLEG whose periods are an hour: every relist after the
 // first is one the event stream asked for.
 func startPLEG(t *testing.T, rt *truthRuntime, src EventSource) (*PLEG, chan error) {
 	t.Helper()
-	p := New(rt, time.Hour, 100, clock.RealClock{})
+	return startPLEGEvery(t, rt, src, time.Hour, time.Hour)
+}
+
+// startPLEGEvery runs a PLEG with the given periods, following src.
+func startPLEGEvery(t *testing.T, rt *truthRuntime, src EventSource, period, streamPeriod time.Duration) (*PLEG, chan error) {
+	t.Helper()
+	p := New(rt, period, streamPeriod, 100, clock.RealClock{})
 	ctx, cancel := context.WithCancel(context.Background())
 	watched := make(chan error, 1)
 	var wg sync.WaitGroup
@@ -143,13 +158,32 @@ var (
 	deleted = runtimeapi.ContainerEventType_CONTAINER_DELETED_EVENT
 )
 
-func TestWantsRelistOnlyOnExits(t *testing.T) {
+func TestIsNews(t *testing.T) {
+	rec := status(map[string]container.State{"run": container.StateRunning, "done": container.StateExited, "made": container.StateCreated},
+		map[string]container.SandboxState{"sb-up": container.SandboxReady, "sb-down": container.SandboxNotReady})
 	for _, tt := range []struct {
 		t    runtimeapi.ContainerEventType
+		id   string
+		rec  *container.PodStatus
 		want bool
-	}{{created, false}, {started, false}, {stopped, true}, {deleted, false}} {
-		if got := wantsRelist(&runtimeapi.ContainerEventResponse{ContainerEventType: tt.t}); got != tt.want {
-			t.Errorf("%v: %v, want %v", tt.t, got, tt.want)
+	}{
+		// An exit is news unless the record shows it ended.
+		{stopped, "done", rec, false}, {stopped, "sb-down", rec, false},
+		{stopped, "run", rec, true}, {stopped, "sb-up", rec, true}, {stopped, "made", rec, true},
+		{stopped, "new", rec, true}, {stopped, "done", nil, true},
+		// A creation is news unless the record holds the container.
+		{created, "made", rec, false}, {created, "run", rec, false}, {created, "sb-up", rec, false},
+		{created, "new", rec, true}, {created, "run", nil, true},
+		// A start is news unless the record shows it running or ended.
+		{started, "run", rec, false}, {started, "done", rec, false}, {started, "sb-up", rec, false},
+		{started, "made", rec, true}, {started, "new", rec, true},
+		// A removal is news if the record still holds it.
+		{deleted, "done", rec, true}, {deleted, "run", rec, true}, {deleted, "sb-down", rec, true},
+		{deleted, "new", rec, false}, {deleted, "done", nil, false},
+	} {
+		e := &runtimeapi.ContainerEventResponse{ContainerId: tt.id, ContainerEventType: tt.t}
+		if got := isNews(e, tt.rec); got != tt.want {
+			t.Errorf("%v of %q (record %v): news %v, want %v", tt.t, tt.id, tt.rec != nil, got, tt.want)
 		}
 	}
 }
@@ -230,26 +264,94 @@ func TestNoStreamLeavesTheRelist(t *testing.T) {
 	}
 }
 
-// An exit the PLEG has already seen (the kubelet stopped the container and
-// observed it) makes no relist; one it has not, or of a pod or container it
-// does not know, does.
-func TestKnownEnded(t *testing.T) {
-	p := New(&truthRuntime{}, time.Hour, 1, clock.RealClock{})
-	p.Observe(status(map[string]container.State{"run": container.StateRunning, "done": container.StateExited},
-		map[string]container.SandboxState{"sb-up": container.SandboxReady, "sb-down": container.SandboxNotReady}))
-	exit := func(uid, id string) *runtimeapi.ContainerEventResponse {
-		return &runtimeapi.ContainerEventResponse{ContainerId: id, ContainerEventType: stopped,
-			PodSandboxStatus: &runtimeapi.PodSandboxStatus{Metadata: &runtimeapi.PodSandboxMetadata{Uid: uid}}}
+// While the stream is followed the periodic relist runs at streamPeriod;
+// when the stream is gone for good (a runtime without it) it runs at period
+// again.
+func TestStreamSlowsThePeriodicRelist(t *testing.T) {
+	rt := &truthRuntime{state: map[string]container.State{}}
+	drop := make(chan struct{})
+	src := &script{sessions: []session{
+		{after: drop, end: grpcstatus.Error(codes.Unimplemented, "stream no longer offered")},
+	}}
+	p, watched := startPLEGEvery(t, rt, src, 20*time.Millisecond, time.Hour)
+	eventually(t, "the stream followed", p.Streaming)
+	// The relist the connection asked for is made within eventKickGap.
+	time.Sleep(2 * eventKickGap)
+	before := rt.count()
+	time.Sleep(20 * 20 * time.Millisecond)
+	if n := rt.count() - before; n > 1 {
+		t.Errorf("%d relists in 20 periods with the stream followed: want the stream period", n)
 	}
+	close(drop)
+	select {
+	case <-watched:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the watcher kept following a stream the runtime no longer offers")
+	}
+	before = rt.count()
+	eventually(t, "relists at the period again", func() bool { return rt.count()-before >= 5 })
+}
+
+// Events about a pod the kubelet is acting on make no relist meanwhile;
+// they are judged when the action ends, against the kubelet's own read: its
+// own changes are not news, a change it did not make is.
+func TestEventsWhileActingAreJudgedAtDone(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// read is the state of "a" the kubelet reads before done.
+		read container.State
+		want bool
+	}{
+		{"the kubelet's own stop", container.StateExited, false},
+		{"an exit after the kubelet's read", container.StateRunning, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rt := &truthRuntime{state: map[string]container.State{"a": container.StateRunning}}
+			p := New(rt, time.Hour, time.Hour, 100, clock.RealClock{})
+			p.Relist(context.Background())
+			done := p.Acting("u")
+			p.onEvent(&runtimeapi.ContainerEventResponse{ContainerId: "a", ContainerEventType: stopped,
+				PodSandboxStatus: &runtimeapi.PodSandboxStatus{Metadata: &runtimeapi.PodSandboxMetadata{Uid: "u"}}})
+			if kicked(p) {
+				t.Fatal("an event about a pod being acted on made a relist at once")
+			}
+			p.Observe(status(map[string]container.State{"a": tt.read}, nil))
+			done()
+			if got := kicked(p); got != tt.want {
+				t.Errorf("relist asked at done: %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// kicked reports (and consumes) a pending request to relist.
+func kicked(p *PLEG) bool {
+	select {
+	case <-p.kicks:
+		return true
+	default:
+		return false
+	}
+}
+
+// An event not naming its pod is matched to the pod whose record holds its
+// container or sandbox.
+func TestPodOf(t *testing.T) {
+	p := New(&truthRuntime{}, time.Hour, time.Hour, 1, clock.RealClock{})
+	p.Observe(status(map[string]container.State{"c": container.StateRunning}, map[string]container.SandboxState{"sb": container.SandboxReady}))
 	for _, tt := range []struct {
 		uid, id string
-		want    bool
-	}{
-		{"u", "done", true}, {"u", "sb-down", true},
-		{"u", "run", false}, {"u", "sb-up", false}, {"u", "new", false}, {"other", "done", false}, {"", "done", false},
-	} {
-		if got := p.knownEnded(exit(tt.uid, tt.id)); got != tt.want {
-			t.Errorf("pod %q container %q: knownEnded %v, want %v", tt.uid, tt.id, got, tt.want)
+		want    string
+	}{{"", "c", "u"}, {"", "sb", "u"}, {"", "other", ""}, {"x", "c", "x"}} {
+		e := &runtimeapi.ContainerEventResponse{ContainerId: tt.id}
+		if tt.uid != "" {
+			e.PodSandboxStatus = &runtimeapi.PodSandboxStatus{Metadata: &runtimeapi.PodSandboxMetadata{Uid: tt.uid}}
+		}
+		p.mu.Lock()
+		got := p.podOf(e)
+		p.mu.Unlock()
+		if string(got) != tt.want {
+			t.Errorf("pod %q container %q: %q, want %q", tt.uid, tt.id, got, tt.want)
 		}
 	}
 }

@@ -5,11 +5,13 @@
 // so an event lost to a full channel costs latency, never correctness.
 //
 // Where the runtime streams container events (CRI GetContainerEvents:
-// containerd 2 and 1.7, not 1.6), a container's exit makes it relist at
-// once instead of at the next period (events.go); the relist stays the
-// truth and the safety net. The kubelet also hands the PLEG the status it
-// reads right after acting on a pod (Observe), so the next relist does not
-// report the kubelet's own changes back to it as news.
+// containerd 2 and 1.7, not 1.6), a change the kubelet did not make itself
+// (a container's exit, above all) makes it relist at once instead of at the
+// next period, and the periodic relist slows down while the stream is
+// followed (events.go); the relist stays the truth and the safety net.
+// The kubelet also hands the PLEG the status it reads right after acting on
+// a pod (Observe), so the next relist does not report the kubelet's own
+// changes back to it as news.
 package pleg
 
 import (
@@ -20,6 +22,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -58,9 +61,11 @@ const RelistThreshold = 3 * time.Minute
 // PLEG generates pod lifecycle events by relisting.
 type PLEG struct {
 	runtime Relister
-	period  time.Duration
-	clock   clock.WithTicker
-	events  chan Event
+	// period is the relist period without an event stream; streamPeriod
+	// with one, when the relist is only the safety net (events.go).
+	period, streamPeriod time.Duration
+	clock                clock.WithTicker
+	events               chan Event
 	// kicks asks for a relist now (events.go); streaming: the runtime's
 	// event stream is followed.
 	kicks     chan struct{}
@@ -68,38 +73,47 @@ type PLEG struct {
 
 	mu   sync.Mutex
 	last map[types.UID]*container.PodStatus
-	// acting counts, per pod, the kubelet's actions under way (Acting).
+	// acting counts, per pod, the kubelet's actions under way (Acting);
+	// pending holds the stream's events about those pods meanwhile.
 	acting     map[types.UID]int
+	pending    map[types.UID][]*runtimeapi.ContainerEventResponse
 	lastRelist time.Time
 	lastErr    error
 }
 
-// New makes a PLEG relisting every period; the event channel holds capacity
-// events.
-func New(r Relister, period time.Duration, capacity int, clk clock.WithTicker) *PLEG {
+// New makes a PLEG relisting every period, or every streamPeriod while the
+// runtime's event stream is followed (WatchEvents); the event channel holds
+// capacity events.
+func New(r Relister, period, streamPeriod time.Duration, capacity int, clk clock.WithTicker) *PLEG {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &PLEG{runtime: r, period: period, clock: clk, events: make(chan Event, capacity), kicks: make(chan struct{}, 1), last: map[types.UID]*container.PodStatus{}, acting: map[types.UID]int{}}
+	return &PLEG{runtime: r, period: period, streamPeriod: streamPeriod, clock: clk, events: make(chan Event, capacity), kicks: make(chan struct{}, 1), last: map[types.UID]*container.PodStatus{}, acting: map[types.UID]int{}, pending: map[types.UID][]*runtimeapi.ContainerEventResponse{}}
 }
 
 // Events is the channel events arrive on.
 func (p *PLEG) Events() <-chan Event { return p.events }
 
-// Start relists every period, and sooner when the runtime's event stream
-// says a container ended (WatchEvents), until ctx ends. A failed relist is
+// Start relists every period (streamPeriod while the event stream is
+// followed), and sooner when the stream says something changed that the
+// PLEG has not seen (WatchEvents), until ctx ends. A failed relist is
 // logged and shows in Healthy; it never stops the loop.
 func (p *PLEG) Start(ctx context.Context) error {
-	t := p.clock.NewTicker(p.period)
-	defer t.Stop()
 	for {
 		p.Relist(ctx)
 		last := p.clock.Now()
+		period := p.period
+		if p.streaming.Load() {
+			period = p.streamPeriod
+		}
+		t := p.clock.NewTimer(period)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil
 		case <-t.C():
 		case <-p.kicks:
+			t.Stop()
 			if wait := eventKickGap - p.clock.Since(last); wait > 0 {
 				select {
 				case <-ctx.Done():
@@ -212,7 +226,8 @@ func (p *PLEG) Observe(s *container.PodStatus) {
 // they may see the action half done; the kubelet reads the pod itself
 // (Observe) when it has acted, and the first relist after done diffs
 // against the newer of the two, so a change it did not make is still
-// reported.
+// reported. The event stream's events about the pod meanwhile are judged
+// at done, against that read: one it does not show makes the PLEG relist.
 func (p *PLEG) Acting(uid types.UID) (done func()) {
 	p.mu.Lock()
 	p.acting[uid]++
@@ -221,9 +236,17 @@ func (p *PLEG) Acting(uid types.UID) (done func()) {
 	return func() {
 		once.Do(func() {
 			p.mu.Lock()
-			defer p.mu.Unlock()
+			news := false
 			if p.acting[uid]--; p.acting[uid] <= 0 {
 				delete(p.acting, uid)
+				for _, e := range p.pending[uid] {
+					news = news || isNews(e, p.last[uid])
+				}
+				delete(p.pending, uid)
+			}
+			p.mu.Unlock()
+			if news {
+				p.kick()
 			}
 		})
 	}

@@ -75,7 +75,7 @@ func (f *fakeRuntime) Relist(context.Context) ([]*container.PodStatus, error) { 
 func TestRelistEmitsAndObserveSuppresses(t *testing.T) {
 	rt := &fakeRuntime{}
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
-	p := New(rt, time.Second, 10, clk)
+	p := New(rt, time.Second, time.Second, 10, clk)
 	ctx := context.Background()
 	p.Relist(ctx)
 	if len(p.events) != 0 {
@@ -107,7 +107,7 @@ func TestRelistEmitsAndObserveSuppresses(t *testing.T) {
 
 func TestFullChannelDropsWithoutBlocking(t *testing.T) {
 	rt := &fakeRuntime{}
-	p := New(rt, time.Second, 1, clocktesting.NewFakeClock(time.Unix(0, 0)))
+	p := New(rt, time.Second, time.Second, 1, clocktesting.NewFakeClock(time.Unix(0, 0)))
 	for i := 0; i < 3; i++ {
 		rt.pods = append(rt.pods, &container.PodStatus{UID: types.UID(string(rune('a' + i))), Containers: []container.Status{{ID: string(rune('a' + i)), State: container.StateRunning}}})
 	}
@@ -248,7 +248,7 @@ func TestReconcile(t *testing.T) {
 func TestActing(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
 	rt := &fakeRuntime{}
-	p := New(rt, time.Second, 10, clk)
+	p := New(rt, time.Second, time.Second, 10, clk)
 	ctx := context.Background()
 	p.Relist(ctx)
 	done := p.Acting("a")
@@ -286,7 +286,7 @@ func drain(ch chan Event) []Event {
 }
 
 func TestObserveKeepsTheNewerRead(t *testing.T) {
-	p := New(&fakeRuntime{}, time.Second, 10, clocktesting.NewFakeClock(time.Unix(0, 0)))
+	p := New(&fakeRuntime{}, time.Second, time.Second, 10, clocktesting.NewFakeClock(time.Unix(0, 0)))
 	newer := &container.PodStatus{UID: "a", Timestamp: time.Unix(10, 0), Containers: []container.Status{{ID: "c", State: container.StateExited}}}
 	older := &container.PodStatus{UID: "a", Timestamp: time.Unix(5, 0), Containers: []container.Status{{ID: "c", State: container.StateRunning}}}
 	p.Observe(newer)
@@ -308,7 +308,7 @@ func TestObserveUnstampedRemoval(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Unix(100, 0))
 	listed := []*container.PodStatus{{UID: "a", Timestamp: time.Unix(99, 0), Containers: []container.Status{{ID: "c", State: container.StateExited}}}}
 	rt := &hookRuntime{pods: listed}
-	p := New(rt, time.Second, 10, clk)
+	p := New(rt, time.Second, time.Second, 10, clk)
 	p.Relist(context.Background())
 	clk.Step(time.Second)
 	p.Observe(&container.PodStatus{UID: "a"})
