@@ -316,9 +316,9 @@ workload) to the first watch event showing it running.
 ### Exits: the event stream against the relist alone
 
 The exit workload (see Method) for our kubelet as it runs on containerd 2, which streams container
-events (CRI GetContainerEvents; an exit makes the PLEG relist at once, and the relist every second
+events (CRI GetContainerEvents; an exit makes the PLEG relist at once, and a relist every 10 s
 stays the safety net), beside the same kubelet on the same runtime with no event stream, relisting
-alone (the relist-only run), and beside upstream (its generic PLEG relists every second).
+alone every second (the relist-only run), and beside upstream (its generic PLEG relists every second).
 
 %s
 ### The floor's CRI calls beside ours
@@ -333,8 +333,9 @@ container, so it includes ImageStatus). The remaining distance to the floor is i
 The floor makes three calls per pod (RunPodSandbox, CreateContainer, StartContainer). Each
 kubelet counts its own in `+"`kubelet_runtime_operations_total`"+` by operation type; read from its
 `+"`/metrics`"+` (through the API server's node proxy) before and after each workload's window,
-divided by the workload's pods. The relists of the window (about one a second, each listing
-sandboxes and containers) are included.
+divided by the workload's pods. The relists of the window (each listing sandboxes and containers:
+upstream's about one a second; ours one every 10 s with containerd 2's event stream, plus one for
+each change the stream reports that the kubelet did not make) are included.
 
 %s
 `, m.date, m.commit, m.upstream, m.server, m.images, m.runtime, m.kernel, m.cpus, m.memGiB, o.rounds, m.duration.Round(1e9),
