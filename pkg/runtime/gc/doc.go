@@ -20,7 +20,9 @@
 // for longer than imageMaximumGCAge go regardless (once the kubelet has run
 // that long). An image is used while any container, running or not,
 // refers to it; images first seen less than imageMinimumGCAge ago, pinned
-// images and the sandbox (pause) image are never removed.
+// images and the sandbox (pause) image are never removed. With
+// imageGCHighThresholdPercent 100 and no imageMaximumGCAge the periodic
+// collection is off (Disabled), as upstream documents it.
 //
 // The policies are pure functions (SelectContainers, SelectSandboxes,
 // SelectImages) with table tests; the collectors around them make the CRI

@@ -162,6 +162,23 @@ func TestImagePolicy(t *testing.T) {
 	}
 }
 
+func TestImageGCDisabled(t *testing.T) {
+	for _, tc := range []struct {
+		high   int
+		maxAge time.Duration
+		want   bool
+	}{
+		{85, 0, false},          // upstream's default
+		{99, 0, false},          // collects once usage reaches 99%
+		{100, 0, true},          // upstream: "Disable image GC"
+		{100, time.Hour, false}, // images past imageMaximumGCAge still go
+	} {
+		if got := Disabled(ImagePolicy{HighThresholdPercent: tc.high, LowThresholdPercent: 80, MaxAge: tc.maxAge}); got != tc.want {
+			t.Errorf("Disabled(high %d, maxAge %v) = %v, want %v", tc.high, tc.maxAge, got, tc.want)
+		}
+	}
+}
+
 func TestContainerGCThroughCRI(t *testing.T) {
 	rt := critesting.NewFakeRuntimeService()
 	ctx := context.Background()

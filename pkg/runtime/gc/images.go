@@ -77,6 +77,14 @@ func SelectImages(candidates []ImageRecord, bytesToFree int64, now time.Time, mi
 	return out
 }
 
+// Disabled reports whether the periodic collection is off, as upstream
+// documents it: imageGCHighThresholdPercent 100 and no imageMaximumGCAge.
+// The eviction manager may still reclaim unused images under disk
+// pressure (DeleteUnusedImages).
+func Disabled(p ImagePolicy) bool {
+	return p.HighThresholdPercent >= 100 && p.MaxAge <= 0
+}
+
 // BytesToFree is what a collection must free: nothing below the high
 // threshold, else down to the low one.
 func BytesToFree(capacity, available int64, p ImagePolicy) int64 {
@@ -142,6 +150,11 @@ func (g *ImageGC) Start(ctx context.Context) error {
 	g.mu.Unlock()
 	if _, err := g.detect(ctx, g.clock().Now()); err != nil {
 		log.V(2).Info("Detecting images failed", "err", err)
+	}
+	if Disabled(g.Policy) {
+		log.Info("Image garbage collection is disabled: imageGCHighThresholdPercent is 100 and imageMaximumGCAge is 0")
+		<-ctx.Done()
+		return nil
 	}
 	for {
 		select {
