@@ -158,7 +158,7 @@ authentication:
 authorization:
   mode: AlwaysAllow
 EOF
-  cat "$GK_REPO_ROOT/test/kubelet-eviction.yaml" >>"$WORK/config.yaml"
+  cat "$GK_REPO_ROOT/test/kubelet-disk.yaml" >>"$WORK/config.yaml"
 }
 
 start_kubelet() {

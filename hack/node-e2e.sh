@@ -154,8 +154,9 @@ hack/e2e-images.sh "$INST" 9>&- 2>&1 | sed 's/^/[node-e2e]    /'
 # The base configuration: upstream's test/e2e_node/jenkins/default-kubelet-config.yaml
 # (the suite's own defaults), plus what these machines need: cgroupfs on
 # cgroup v1 (failCgroupV1: false, which ours defaults to), no swap check,
-# and nodefs.available as an absolute amount instead of 10% of the
-# filesystem's size (test/kubelet-eviction.yaml says why).
+# the periodic image garbage collection off and nodefs.available as an
+# absolute amount instead of 10% of the filesystem's size
+# (test/kubelet-disk.yaml says why).
 cat >"$OUT/kubelet-config.yaml" <<EOF
 # Written by hack/node-e2e.sh.
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -168,6 +169,7 @@ podCIDR: "10.100.0.0/24"
 volumeStatsAggPeriod: 10s
 fileCheckFrequency: 10s
 evictionPressureTransitionPeriod: 30s
+imageGCHighThresholdPercent: 100
 evictionHard:
   memory.available: 250Mi
   nodefs.available: 2Gi

@@ -45,7 +45,7 @@ hack/install-deps.sh
 . hack/versions.sh
 if [ "$CONTAINERD_FLAVOR" = debian ]; then ctrd_name="Debian's containerd 1.6"; else ctrd_name="containerd $CONTAINERD_VERSION"; fi
 # The kubelets under test evict below 2 GiB available on this machine's own
-# disk (test/kubelet-eviction.yaml: absolute, because a filesystem's size
+# disk (test/kubelet-disk.yaml: absolute, because a filesystem's size
 # can be far above what its users may write, as on these machines). Below
 # that the node is, correctly, under DiskPressure and rejects every new pod
 # as Evicted, so tests would fail far from the cause: say it here instead.

@@ -86,11 +86,11 @@ authentication:
 authorization:
   mode: AlwaysAllow
 `, env["KUBELET_TLS_CERT_FILE"], env["KUBELET_TLS_KEY_FILE"], env["CLUSTER_CA_FILE"])
-	eviction, err := framework.EvictionConfig()
+	disk, err := framework.DiskConfig()
 	if err != nil {
 		return nil, 0, err
 	}
-	common += eviction
+	common += disk
 	extra := ""
 	if kind == "upstream" {
 		// Settings the upstream kubelet needs on these machines (cgroup v1

@@ -212,11 +212,11 @@ authorization:
   mode: Webhook
 `, staticDir, framework.CRIEndpoint(), kubelet.HealthzPort, filepath.Join(tmp, "pod-logs"), clusterDNS,
 		clusterEnv["KUBELET_TLS_CERT_FILE"], clusterEnv["KUBELET_TLS_KEY_FILE"], clusterEnv["CLUSTER_CA_FILE"])
-	eviction, err := framework.EvictionConfig()
+	disk, err := framework.DiskConfig()
 	if err != nil {
 		return err
 	}
-	kubeletConfig += eviction
+	kubeletConfig += disk
 	kubeletConfigPath = filepath.Join(tmp, "config.yaml")
 	if err := os.WriteFile(kubeletConfigPath, []byte(kubeletConfig), 0o644); err != nil {
 		return err

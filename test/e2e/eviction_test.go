@@ -173,15 +173,17 @@ func TestEvictionOfMemoryHogAndDiskFiller(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// This test's thresholds replace the shared ones.
-	sharedEviction, err := framework.EvictionConfig()
+	// This test's thresholds replace the shared ones (the last block of
+	// the tests' disk settings); the rest of those settings stays.
+	disk, err := framework.DiskConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(shared), sharedEviction) {
-		t.Fatalf("the shared kubelet config lacks the tests' eviction block:\n%s", shared)
+	i := strings.Index(disk, "\nevictionHard:\n")
+	if i < 0 || !strings.Contains(string(shared), disk) {
+		t.Fatalf("the shared kubelet config lacks the tests' disk settings, or they have no evictionHard block:\n%s", shared)
 	}
-	shared = []byte(strings.Replace(string(shared), sharedEviction, "", 1))
+	shared = []byte(strings.Replace(string(shared), disk, disk[:i+1], 1))
 	reserved := machineMemory(t) - evictAllocatable
 	cfg := regexp.MustCompile(`(?m)^podLogsDir: .*$`).ReplaceAllString(string(shared), "podLogsDir: "+logs) + fmt.Sprintf(`cgroupRoot: /gokubelet-e2e-eviction
 systemReserved:

@@ -44,13 +44,14 @@ func RepoRoot() string {
 	return wd
 }
 
-// EvictionConfig is the evictionHard block of every kubelet configuration
-// the tests and benchmarks write (test/kubelet-eviction.yaml says why), to
-// be appended to a KubeletConfiguration document.
-func EvictionConfig() (string, error) {
-	b, err := os.ReadFile(filepath.Join(RepoRoot(), "test", "kubelet-eviction.yaml"))
+// DiskConfig is the disk settings (image GC off, absolute eviction
+// thresholds) of every kubelet configuration the tests and benchmarks write
+// (test/kubelet-disk.yaml says why), to be appended to a
+// KubeletConfiguration document. Its evictionHard block comes last.
+func DiskConfig() (string, error) {
+	b, err := os.ReadFile(filepath.Join(RepoRoot(), "test", "kubelet-disk.yaml"))
 	if err != nil {
-		return "", fmt.Errorf("the tests' eviction thresholds: %w", err)
+		return "", fmt.Errorf("the tests' disk settings: %w", err)
 	}
 	return string(b), nil
 }

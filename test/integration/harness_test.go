@@ -96,7 +96,7 @@ func startNodeWith(t *testing.T, extraConfig string) *node {
 			t.Fatal(err)
 		}
 	}
-	eviction, err := framework.EvictionConfig()
+	disk, err := framework.DiskConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ authorization:
 healthzPort: %d
 podLogsDir: %s
 syncFrequency: 20s
-%s%s`, n.manifests, framework.CRIEndpoint(), n.roPort, n.apiPort, clientCA.File, n.HealthzPort, n.logsDir, eviction, extraConfig)
+%s%s`, n.manifests, framework.CRIEndpoint(), n.roPort, n.apiPort, clientCA.File, n.HealthzPort, n.logsDir, disk, extraConfig)
 	if err := os.WriteFile(n.config, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
