@@ -239,6 +239,15 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"static"})
 
+	// OrphanedRuntimePodTotal counts pods found in the runtime that no
+	// source wants and no pod worker knew of (left by an earlier kubelet,
+	// or deleted while this one was down), which housekeeping stops.
+	OrphanedRuntimePodTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "orphaned_runtime_pods_total",
+		Help:           "Number of pods found in the runtime that the kubelet's configuration and pod workers did not know, and which it stopped.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	// StartedPodsTotal counts pod sandboxes the kubelet tried to create.
 	StartedPodsTotal = metrics.NewCounter(&metrics.CounterOpts{
 		Subsystem: KubeletSubsystem, Name: "started_pods_total",
@@ -296,7 +305,7 @@ func kubeletMetrics() []metrics.Registerable {
 		PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PLEGDiscardEvents,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
-		Evictions, RestartedPodTotal,
+		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal,
 		StartedPodsTotal, StartedPodsErrorsTotal, StartedContainersTotal, StartedContainersErrorsTotal,
 		ImagePullDuration, CgroupVersion,
 		DevicePluginRegistrations, DevicePluginAllocationDuration,

@@ -71,7 +71,43 @@ type PodCounts struct {
 	Active [2]int
 	// Mirror: mirror pods of static pods known to the kubelet.
 	Mirror int
+	// Working: the pod workers, for kubelet_working_pods.
+	Working map[WorkingPod]int
 }
+
+// WorkingPod is one series of kubelet_working_pods: a pod worker's
+// lifecycle (WorkingSync, WorkingTerminating, WorkingTerminated), whether
+// its pod is desired (in the kubelet's configuration), an orphan (left it,
+// and still being stopped or cleaned up) or known only from the runtime,
+// and whether it is a static pod ("true", "", or "unknown" for a runtime
+// only pod), as upstream labels them.
+type WorkingPod struct{ Lifecycle, Config, Static string }
+
+// The label values of kubelet_working_pods.
+const (
+	WorkingSync        = "sync"
+	WorkingTerminating = "terminating"
+	WorkingTerminated  = "terminated"
+
+	WorkingDesired     = "desired"
+	WorkingOrphan      = "orphan"
+	WorkingRuntimeOnly = "runtime_only"
+)
+
+// workingPodSeries are the 15 series kubelet_working_pods always reports
+// (upstream's: every lifecycle of desired and orphaned pods, static or
+// not, and of runtime only pods).
+var workingPodSeries = func() []WorkingPod {
+	var out []WorkingPod
+	for _, c := range []WorkingPod{{Config: WorkingDesired}, {Config: WorkingDesired, Static: "true"},
+		{Config: WorkingOrphan}, {Config: WorkingOrphan, Static: "true"}, {Config: WorkingRuntimeOnly, Static: "unknown"}} {
+		for _, l := range []string{WorkingSync, WorkingTerminating, WorkingTerminated} {
+			c.Lifecycle = l
+			out = append(out, c)
+		}
+	}
+	return out
+}()
 
 // PodCountSource returns the pod counts; read at scrape time.
 type PodCountSource func() PodCounts
@@ -83,6 +119,9 @@ var (
 		"Number of pods the kubelet considers active (admitted, not finished), which new pods are admitted against; static is true for static pods.", []string{"static"}, nil, metrics.ALPHA, "")
 	mirrorPodsDesc = metrics.NewDesc("kubelet_mirror_pods",
 		"Number of mirror pods of static pods known to the kubelet.", nil, nil, metrics.ALPHA, "")
+	workingPodsDesc = metrics.NewDesc("kubelet_working_pods",
+		"Number of pods the kubelet's pod workers hold, by lifecycle (sync, terminating, terminated), whether the pod is desired, orphaned (left the kubelet's configuration, still being stopped or cleaned up) or runtime_only (found in the runtime without a spec), and whether it is static.",
+		[]string{"lifecycle", "config", "static"}, nil, metrics.ALPHA, "")
 )
 
 type podCountCollector struct {
@@ -94,6 +133,7 @@ func (c *podCountCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- desiredPodsDesc
 	ch <- activePodsDesc
 	ch <- mirrorPodsDesc
+	ch <- workingPodsDesc
 }
 
 func (c *podCountCollector) CollectWithStability(ch chan<- metrics.Metric) {
@@ -103,4 +143,7 @@ func (c *podCountCollector) CollectWithStability(ch chan<- metrics.Metric) {
 		ch <- metrics.NewLazyConstMetric(activePodsDesc, metrics.GaugeValue, float64(n.Active[i]), static)
 	}
 	ch <- metrics.NewLazyConstMetric(mirrorPodsDesc, metrics.GaugeValue, float64(n.Mirror))
+	for _, s := range workingPodSeries {
+		ch <- metrics.NewLazyConstMetric(workingPodsDesc, metrics.GaugeValue, float64(n.Working[s]), s.Lifecycle, s.Config, s.Static)
+	}
 }

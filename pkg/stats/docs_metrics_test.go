@@ -198,7 +198,8 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 		CgroupVersion: 2,
 		Running:       func() []*container.PodStatus { return running },
 		Pods: func() metrics.PodCounts {
-			return metrics.PodCounts{Desired: [2]int{3, 1}, Active: [2]int{2, 1}, Mirror: 1}
+			return metrics.PodCounts{Desired: [2]int{3, 1}, Active: [2]int{2, 1}, Mirror: 1,
+				Working: map[metrics.WorkingPod]int{{Lifecycle: metrics.WorkingSync, Config: metrics.WorkingDesired}: 3}}
 		},
 		Volumes: func() []metrics.VolumeStats {
 			return []metrics.VolumeStats{{Namespace: "ns", PersistentVolumeClaim: "data", CapacityBytes: 10, AvailableBytes: 4, UsedBytes: 6, Inodes: 5, InodesFree: 2, InodesUsed: 3}}
@@ -228,6 +229,7 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.StartedContainersTotal.WithLabelValues(metrics.Container).Inc()
 	metrics.StartedContainersErrorsTotal.WithLabelValues(metrics.Container, "ErrImagePull").Inc()
 	metrics.RestartedPodTotal.WithLabelValues("true").Inc()
+	metrics.OrphanedRuntimePodTotal.Inc()
 	metrics.ImagePullDuration.WithLabelValues(metrics.ImageSizeBucket(50 << 20)).Observe(3)
 	metrics.Evictions.WithLabelValues("memory.available").Inc()
 	return scrapeRegistry(t, r)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/internal/testing/eventually"
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
@@ -225,6 +226,8 @@ func TestReconcileDoesNotSync(t *testing.T) {
 // has not heard of yet.
 func TestOrphansWaitForEverySource(t *testing.T) {
 	h := newHarness(t)
+	r := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	before := scrapeRegistry(t, r).Sum("kubelet_orphaned_runtime_pods_total", nil)
 	h.rt.run("orphan", "default", "left-behind", "c")
 	eventually.True(h.t, "a relist", func() bool { return h.eng.pleg.HasRelisted() })
 	ctx := context.Background()
@@ -237,6 +240,9 @@ func TestOrphansWaitForEverySource(t *testing.T) {
 	eventually.True(h.t, "the orphan removed from the runtime", func() bool { return h.rt.count("RemovePod") == 1 })
 	if h.rt.count("KillPod") == 0 {
 		t.Errorf("the orphan was removed without being stopped")
+	}
+	if d := scrapeRegistry(t, r).Sum("kubelet_orphaned_runtime_pods_total", nil) - before; d != 1 {
+		t.Errorf("kubelet_orphaned_runtime_pods_total grew by %v, want 1", d)
 	}
 }
 

@@ -89,8 +89,9 @@ func containerType(pod *v1.Pod, name string) string {
 }
 
 // PodCounts counts the desired, active (admitted and not finished) and
-// mirror pods, for kubelet_desired_pods, kubelet_active_pods and
-// kubelet_mirror_pods (read at scrape time).
+// mirror pods and the pod workers, for kubelet_desired_pods,
+// kubelet_active_pods, kubelet_mirror_pods and kubelet_working_pods (read
+// at scrape time).
 func (e *Engine) PodCounts() metrics.PodCounts {
 	var n metrics.PodCounts
 	idx := func(p *v1.Pod) int {
@@ -106,7 +107,36 @@ func (e *Engine) PodCounts() metrics.PodCounts {
 		n.Active[idx(p)]++
 	}
 	n.Mirror = len(e.core.Pods().Mirrors())
+	n.Working = map[metrics.WorkingPod]int{}
+	for _, w := range e.workers.List() {
+		n.Working[workingPod(w, e.core.Pods().Has(w.UID))]++
+	}
 	return n
+}
+
+// workingPod is the kubelet_working_pods series of a pod worker; desired
+// tells whether its pod is in the kubelet's configuration.
+func workingPod(w podworkers.PodInfo, desired bool) metrics.WorkingPod {
+	s := metrics.WorkingPod{Lifecycle: metrics.WorkingSync}
+	switch w.State {
+	case podworkers.Terminating:
+		s.Lifecycle = metrics.WorkingTerminating
+	case podworkers.Terminated:
+		s.Lifecycle = metrics.WorkingTerminated
+	}
+	switch {
+	case !w.HasSpec:
+		s.Config, s.Static = metrics.WorkingRuntimeOnly, "unknown"
+		return s
+	case desired:
+		s.Config = metrics.WorkingDesired
+	default:
+		s.Config = metrics.WorkingOrphan
+	}
+	if w.Static {
+		s.Static = "true"
+	}
+	return s
 }
 
 // RuntimePods are the pods as the runtime last showed them (the PLEG's

@@ -88,14 +88,48 @@ func TestObserverAndPodCounts(t *testing.T) {
 	if n.Desired != [2]int{0, 1} || n.Active != [2]int{0, 1} || n.Mirror != 0 {
 		t.Errorf("counts with a running static pod = %+v", n)
 	}
+	syncing := metrics.WorkingPod{Lifecycle: metrics.WorkingSync, Config: metrics.WorkingDesired, Static: "true"}
+	if len(n.Working) != 1 || n.Working[syncing] != 1 {
+		t.Errorf("working pods with a running static pod = %v, want 1 of %+v", n.Working, syncing)
+	}
 	if len(h.eng.RuntimePods()) == 0 {
 		t.Error("the runtime's pods are not shown (kubelet_running_pods)")
 	}
 	h.send(podconfig.REMOVE, p)
 	eventually.True(h.t, "the pod gone from the counts", func() bool {
 		n := h.eng.PodCounts()
-		return n.Desired == [2]int{} && n.Active == [2]int{}
+		return n.Desired == [2]int{} && n.Active == [2]int{} && len(n.Working) == 0
 	})
+}
+
+// Each pod worker is one kubelet_working_pods series, as upstream labels
+// them.
+func TestWorkingPod(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		w       podworkers.PodInfo
+		desired bool
+		want    metrics.WorkingPod
+	}{
+		{"desired pod, syncing", podworkers.PodInfo{State: podworkers.Syncing, HasSpec: true}, true,
+			metrics.WorkingPod{Lifecycle: "sync", Config: "desired", Static: ""}},
+		{"desired static pod, syncing", podworkers.PodInfo{State: podworkers.Syncing, HasSpec: true, Static: true}, true,
+			metrics.WorkingPod{Lifecycle: "sync", Config: "desired", Static: "true"}},
+		{"desired pod, terminating (evicted, deadline)", podworkers.PodInfo{State: podworkers.Terminating, HasSpec: true}, true,
+			metrics.WorkingPod{Lifecycle: "terminating", Config: "desired", Static: ""}},
+		{"desired pod, terminated (phase Succeeded)", podworkers.PodInfo{State: podworkers.Terminated, HasSpec: true}, true,
+			metrics.WorkingPod{Lifecycle: "terminated", Config: "desired", Static: ""}},
+		{"deleted pod, terminating", podworkers.PodInfo{State: podworkers.Terminating, HasSpec: true, Removed: true}, false,
+			metrics.WorkingPod{Lifecycle: "terminating", Config: "orphan", Static: ""}},
+		{"removed static pod, terminated", podworkers.PodInfo{State: podworkers.Terminated, HasSpec: true, Static: true, Removed: true}, false,
+			metrics.WorkingPod{Lifecycle: "terminated", Config: "orphan", Static: "true"}},
+		{"runtime only pod, terminating", podworkers.PodInfo{State: podworkers.Terminating, Removed: true}, false,
+			metrics.WorkingPod{Lifecycle: "terminating", Config: "runtime_only", Static: "unknown"}},
+	} {
+		if got := workingPod(tc.w, tc.desired); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
 }
 
 func scrapeRegistry(t *testing.T, r compbase.KubeRegistry) metricstest.Families {

@@ -7,6 +7,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/pod/podconfig"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
@@ -133,8 +134,12 @@ func (e *Engine) housekeeping(ctx context.Context) {
 		if e.core.Pods().Has(rs.UID) {
 			continue
 		}
-		if info, ok := e.workers.Get(rs.UID); ok && info.Removed {
+		info, known := e.workers.Get(rs.UID)
+		if known && info.Removed {
 			continue
+		}
+		if !known {
+			metrics.OrphanedRuntimePodTotal.Inc()
 		}
 		log.Info("Stopping a pod no source wants", "podUID", rs.UID, "pod", rs.Namespace+"/"+rs.Name)
 		e.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, RunningPod: runningPod(rs), Remove: true})

@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
@@ -521,6 +522,11 @@ type PodInfo struct {
 	Removed bool
 	// Cleaned: SyncTerminatedPod succeeded (volumes released).
 	Cleaned bool
+	// HasSpec: the worker has the pod's spec; false for a pod known only
+	// from the runtime (an orphan the kubelet never had a spec for).
+	HasSpec bool
+	// Static: the spec is a static pod's.
+	Static bool
 }
 
 // Get reports the state of a pod's worker.
@@ -546,7 +552,8 @@ func (w *Workers) List() []PodInfo {
 }
 
 func info(ps *podState) PodInfo {
-	return PodInfo{UID: ps.uid, FullName: ps.fullName, State: ps.state, Started: ps.started, Removed: ps.remove, Cleaned: ps.cleaned}
+	return PodInfo{UID: ps.uid, FullName: ps.fullName, State: ps.state, Started: ps.started, Removed: ps.remove, Cleaned: ps.cleaned,
+		HasSpec: ps.pod != nil, Static: ps.pod != nil && podspec.IsStatic(ps.pod)}
 }
 
 // IsTerminationRequested reports whether the pod is terminating or
