@@ -152,10 +152,13 @@ func buildAuth(ctx context.Context, s *kubeletconfig.Settings, client kubernetes
 	return auth, nil
 }
 
-// configz is the effective configuration as /configz shows it.
+// configz is the effective configuration as /configz shows it: as
+// upstream's at 1.37, with its apiVersion and kind
+// (kubelet.config.k8s.io/v1beta1 KubeletConfiguration), whatever the
+// configuration file said (a kubelet run on flags alone has none).
 func configz(cfg *kubeletv1beta1.KubeletConfiguration) any {
 	c := cfg.DeepCopy()
-	c.APIVersion, c.Kind = "", ""
+	c.APIVersion, c.Kind = kubeletv1beta1.SchemeGroupVersion.String(), "KubeletConfiguration"
 	return c
 }
 

@@ -74,3 +74,21 @@ func TestNewKubeletAPI(t *testing.T) {
 	}
 	l.Close()
 }
+
+// /configz carries the configuration's apiVersion and kind, as upstream's
+// (its node e2e spec "should return APIVersion and Kind fields in
+// /configz"), even for a kubelet configured on flags alone.
+func TestConfigzTypeMeta(t *testing.T) {
+	c := kubeletconfig.NewDefaultConfig()
+	c.APIVersion, c.Kind = "", ""
+	got, ok := configz(c).(*kubeletv1beta1.KubeletConfiguration)
+	if !ok {
+		t.Fatalf("configz = %T", configz(c))
+	}
+	if got.APIVersion != "kubelet.config.k8s.io/v1beta1" || got.Kind != "KubeletConfiguration" {
+		t.Errorf("apiVersion %q kind %q", got.APIVersion, got.Kind)
+	}
+	if c.APIVersion != "" {
+		t.Error("configz changed the kubelet's own configuration")
+	}
+}

@@ -176,7 +176,8 @@ func TestKubeletAPIAgainstTheRuntime(t *testing.T) {
 	}
 
 	// /configz is the effective configuration.
-	if code, body := n.api(t, "GET", "/configz"); code != 200 || !strings.Contains(body, `"kubeletconfig":`) || !strings.Contains(body, fmt.Sprintf(`"port":%d`, n.apiPort)) {
+	if code, body := n.api(t, "GET", "/configz"); code != 200 || !strings.Contains(body, `"kubeletconfig":`) || !strings.Contains(body, fmt.Sprintf(`"port":%d`, n.apiPort)) ||
+		!strings.Contains(body, `"kind":"KubeletConfiguration","apiVersion":"kubelet.config.k8s.io/v1beta1"`) {
 		t.Errorf("/configz: %d %q", code, body)
 	}
 	// Unknown pods and containers.
