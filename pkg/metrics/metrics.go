@@ -248,6 +248,26 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	// The pod-resources API's calls (pkg/podresources), by server API
+	// version, as upstream counts them: every call that passed the rate
+	// limit, each method's calls, and each method's calls that failed.
+	PodResourcesRequestsTotal          = podResourcesCounter("pod_resources_endpoint_requests_total", "Cumulative number of requests to the PodResource endpoint.")
+	PodResourcesRequestsList           = podResourcesCounter("pod_resources_endpoint_requests_list", "Number of requests to the PodResource List endpoint.")
+	PodResourcesRequestsGet            = podResourcesCounter("pod_resources_endpoint_requests_get", "Number of requests to the PodResource Get endpoint.")
+	PodResourcesRequestsGetAllocatable = podResourcesCounter("pod_resources_endpoint_requests_get_allocatable", "Number of requests to the PodResource GetAllocatableResources endpoint.")
+	PodResourcesErrorsList             = podResourcesCounter("pod_resources_endpoint_errors_list", "Number of requests to the PodResource List endpoint which returned an error.")
+	PodResourcesErrorsGet              = podResourcesCounter("pod_resources_endpoint_errors_get", "Number of requests to the PodResource Get endpoint which returned an error.")
+	PodResourcesErrorsGetAllocatable   = podResourcesCounter("pod_resources_endpoint_errors_get_allocatable", "Number of requests to the PodResource GetAllocatableResources endpoint which returned an error.")
+
+	// ImageGarbageCollectedTotal counts the images the image GC removed, by
+	// reason: "age" (unused past imageMaximumGCAge) or "space" (disk usage
+	// over the high threshold, or disk pressure).
+	ImageGarbageCollectedTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "image_garbage_collected_total",
+		Help:           "Total number of images garbage collected by the kubelet, whether through disk usage or image age.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+
 	// StartedPodsTotal counts pod sandboxes the kubelet tried to create.
 	StartedPodsTotal = metrics.NewCounter(&metrics.CounterOpts{
 		Subsystem: KubeletSubsystem, Name: "started_pods_total",
@@ -305,7 +325,9 @@ func kubeletMetrics() []metrics.Registerable {
 		PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PLEGDiscardEvents,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
-		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal,
+		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal, ImageGarbageCollectedTotal,
+		PodResourcesRequestsTotal, PodResourcesRequestsList, PodResourcesRequestsGet, PodResourcesRequestsGetAllocatable,
+		PodResourcesErrorsList, PodResourcesErrorsGet, PodResourcesErrorsGetAllocatable,
 		StartedPodsTotal, StartedPodsErrorsTotal, StartedContainersTotal, StartedContainersErrorsTotal,
 		ImagePullDuration, CgroupVersion,
 		DevicePluginRegistrations, DevicePluginAllocationDuration,
@@ -387,4 +409,14 @@ func ImageSizeBucket(size uint64) string {
 		}
 	}
 	return "0-10MB"
+}
+
+// podResourcesCounter is one of the pod-resources API's counters, by
+// server_api_version (v1, v1alpha1).
+func podResourcesCounter(name, help string) *metrics.CounterVec {
+	return metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: name,
+		Help:           help + " Broken down by server api version.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"server_api_version"})
 }

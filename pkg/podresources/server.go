@@ -9,7 +9,8 @@
 // yet, so without one every container is listed with no resources, which
 // is what it holds. Requests are rate limited as upstream's (100 per
 // second, bursts of 10): over the limit a call fails with
-// ResourceExhausted, "rejected by rate limit".
+// ResourceExhausted, "rejected by rate limit". The calls that pass are
+// counted in upstream's kubelet_pod_resources_endpoint_* metrics.
 package podresources
 
 import (
@@ -29,6 +30,7 @@ import (
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	podresourcesv1alpha1 "k8s.io/kubelet/pkg/apis/podresources/v1alpha1"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 )
@@ -123,13 +125,18 @@ func limit(l *rate.Limiter) grpc.UnaryServerInterceptor {
 
 // List reports the resources of every active pod's containers.
 func (s *Server) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	metrics.PodResourcesRequestsTotal.WithLabelValues("v1").Inc()
+	metrics.PodResourcesRequestsList.WithLabelValues("v1").Inc()
 	return &podresourcesv1.ListPodResourcesResponse{PodResources: List(s.Pods.Pods(), s.Assignments)}, nil
 }
 
 // Get reports one pod's.
 func (s *Server) Get(_ context.Context, req *podresourcesv1.GetPodResourcesRequest) (*podresourcesv1.GetPodResourcesResponse, error) {
+	metrics.PodResourcesRequestsTotal.WithLabelValues("v1").Inc()
+	metrics.PodResourcesRequestsGet.WithLabelValues("v1").Inc()
 	pod, ok := s.Pods.GetPodByName(req.GetPodNamespace(), req.GetPodName())
 	if !ok {
+		metrics.PodResourcesErrorsGet.WithLabelValues("v1").Inc()
 		return nil, fmt.Errorf("pod %s in namespace %s not found", req.GetPodName(), req.GetPodNamespace())
 	}
 	return &podresourcesv1.GetPodResourcesResponse{PodResources: Resources(pod, s.Assignments)}, nil
@@ -138,6 +145,8 @@ func (s *Server) Get(_ context.Context, req *podresourcesv1.GetPodResourcesReque
 // GetAllocatableResources reports the node's resources that can be
 // assigned.
 func (s *Server) GetAllocatableResources(context.Context, *podresourcesv1.AllocatableResourcesRequest) (*podresourcesv1.AllocatableResourcesResponse, error) {
+	metrics.PodResourcesRequestsTotal.WithLabelValues("v1").Inc()
+	metrics.PodResourcesRequestsGetAllocatable.WithLabelValues("v1").Inc()
 	out := &podresourcesv1.AllocatableResourcesResponse{}
 	if s.Assignments.AllocatableDevices != nil {
 		out.Devices = s.Assignments.AllocatableDevices()
@@ -192,6 +201,8 @@ type v1alpha1Server struct {
 }
 
 func (v v1alpha1Server) List(ctx context.Context, _ *podresourcesv1alpha1.ListPodResourcesRequest) (*podresourcesv1alpha1.ListPodResourcesResponse, error) {
+	// Upstream counts only the total for the older API.
+	metrics.PodResourcesRequestsTotal.WithLabelValues("v1alpha1").Inc()
 	list := List(v.s.Pods.Pods(), v.s.Assignments)
 	out := &podresourcesv1alpha1.ListPodResourcesResponse{PodResources: make([]*podresourcesv1alpha1.PodResources, 0, len(list))}
 	for _, p := range list {

@@ -13,10 +13,13 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	compbase "k8s.io/component-base/metrics"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	podresourcesv1alpha1 "k8s.io/kubelet/pkg/apis/podresources/v1alpha1"
 
 	"github.com/gokubelet/kubelet/internal/testing/eventually"
+	"github.com/gokubelet/kubelet/pkg/metrics"
+	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
 )
 
 type fakePods []*v1.Pod
@@ -108,6 +111,8 @@ func TestServerOverTheSocket(t *testing.T) {
 	c := podresourcesv1.NewPodResourcesListerClient(conn)
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ccancel()
+	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	before := scrape(t, reg)
 
 	list, err := c.List(cctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
 	if err != nil || len(list.PodResources) != 2 {
@@ -128,6 +133,25 @@ func TestServerOverTheSocket(t *testing.T) {
 	if err != nil || len(old.PodResources) != 2 || old.PodResources[0].Containers[0].Name != "proxy" {
 		t.Errorf("v1alpha1 List = %v, %v", old, err)
 	}
+	// Each call counted as upstream counts it.
+	after := scrape(t, reg)
+	for _, tc := range []struct {
+		name, version string
+		delta         float64
+	}{
+		{"kubelet_pod_resources_endpoint_requests_total", "v1", 4},
+		{"kubelet_pod_resources_endpoint_requests_total", "v1alpha1", 1},
+		{"kubelet_pod_resources_endpoint_requests_list", "v1", 1},
+		{"kubelet_pod_resources_endpoint_requests_get", "v1", 2},
+		{"kubelet_pod_resources_endpoint_errors_get", "v1", 1},
+		{"kubelet_pod_resources_endpoint_requests_get_allocatable", "v1", 1},
+		{"kubelet_pod_resources_endpoint_errors_list", "v1", 0},
+	} {
+		l := map[string]string{"server_api_version": tc.version}
+		if d := after.Sum(tc.name, l) - before.Sum(tc.name, l); d != tc.delta {
+			t.Errorf("%s{%s} grew by %v, want %v", tc.name, tc.version, d, tc.delta)
+		}
+	}
 
 	// A burst over the limit is refused as upstream refuses it, and the
 	// API answers again once the bucket refills.
@@ -147,4 +171,13 @@ func TestServerOverTheSocket(t *testing.T) {
 		_, err := c.List(cctx, &podresourcesv1.ListPodResourcesRequest{})
 		return err == nil, status.Convert(err).Message()
 	})
+}
+
+func scrape(t *testing.T, r compbase.KubeRegistry) metricstest.Families {
+	t.Helper()
+	f, err := metricstest.ScrapeHandler(compbase.HandlerFor(r, compbase.HandlerOpts{}), "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }

@@ -230,6 +230,11 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.StartedContainersErrorsTotal.WithLabelValues(metrics.Container, "ErrImagePull").Inc()
 	metrics.RestartedPodTotal.WithLabelValues("true").Inc()
 	metrics.OrphanedRuntimePodTotal.Inc()
+	metrics.ImageGarbageCollectedTotal.WithLabelValues("space").Inc()
+	for _, c := range []*compbase.CounterVec{metrics.PodResourcesRequestsTotal, metrics.PodResourcesRequestsList, metrics.PodResourcesRequestsGet,
+		metrics.PodResourcesRequestsGetAllocatable, metrics.PodResourcesErrorsList, metrics.PodResourcesErrorsGet, metrics.PodResourcesErrorsGetAllocatable} {
+		c.WithLabelValues("v1").Inc()
+	}
 	metrics.ImagePullDuration.WithLabelValues(metrics.ImageSizeBucket(50 << 20)).Observe(3)
 	metrics.Evictions.WithLabelValues("memory.available").Inc()
 	return scrapeRegistry(t, r)

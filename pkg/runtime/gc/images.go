@@ -16,6 +16,8 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/gokubelet/kubelet/pkg/metrics"
 )
 
 // ImagePolicy is the image GC configuration (KubeletConfiguration's).
@@ -258,7 +260,17 @@ func (g *ImageGC) remove(ctx context.Context, r ImageRecord, why string) error {
 	delete(g.records, r.ID)
 	g.forgetListedLocked(r.ID)
 	g.mu.Unlock()
+	metrics.ImageGarbageCollectedTotal.WithLabelValues(collectedReason(why)).Inc()
 	return nil
+}
+
+// collectedReason is kubelet_image_garbage_collected_total's reason label:
+// upstream's "age" or "space" (a removal for disk pressure frees space).
+func collectedReason(why string) string {
+	if why == "age" {
+		return "age"
+	}
+	return "space"
 }
 
 // detect lists the images and the containers, records first detection and
