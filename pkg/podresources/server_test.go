@@ -13,7 +13,6 @@ import (
 	"google.golang.org/grpc/status"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	compbase "k8s.io/component-base/metrics"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 	podresourcesv1alpha1 "k8s.io/kubelet/pkg/apis/podresources/v1alpha1"
 
@@ -112,7 +111,7 @@ func TestServerOverTheSocket(t *testing.T) {
 	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer ccancel()
 	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
-	before := scrape(t, reg)
+	before := metricstest.ScrapeRegistry(t, reg)
 
 	list, err := c.List(cctx, &podresourcesv1.ListPodResourcesRequest{}, grpc.WaitForReady(true))
 	if err != nil || len(list.PodResources) != 2 {
@@ -134,7 +133,7 @@ func TestServerOverTheSocket(t *testing.T) {
 		t.Errorf("v1alpha1 List = %v, %v", old, err)
 	}
 	// Each call counted as upstream counts it.
-	after := scrape(t, reg)
+	after := metricstest.ScrapeRegistry(t, reg)
 	for _, tc := range []struct {
 		name, version string
 		delta         float64
@@ -171,13 +170,4 @@ func TestServerOverTheSocket(t *testing.T) {
 		_, err := c.List(cctx, &podresourcesv1.ListPodResourcesRequest{})
 		return err == nil, status.Convert(err).Message()
 	})
-}
-
-func scrape(t *testing.T, r compbase.KubeRegistry) metricstest.Families {
-	t.Helper()
-	f, err := metricstest.ScrapeHandler(compbase.HandlerFor(r, compbase.HandlerOpts{}), "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
 }

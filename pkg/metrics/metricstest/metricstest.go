@@ -10,10 +10,12 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"testing"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	compbase "k8s.io/component-base/metrics"
 )
 
 // Families are the metric families of one scrape, by name.
@@ -23,6 +25,17 @@ type Families map[string]*dto.MetricFamily
 func Parse(r io.Reader) (Families, error) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	return p.TextToMetricFamilies(r)
+}
+
+// ScrapeRegistry scrapes r as its /metrics handler serves it, failing the
+// test on an error.
+func ScrapeRegistry(t testing.TB, r compbase.KubeRegistry) Families {
+	t.Helper()
+	f, err := ScrapeHandler(compbase.HandlerFor(r, compbase.HandlerOpts{}), "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // ScrapeHandler GETs path from h (asking for the text format) and parses

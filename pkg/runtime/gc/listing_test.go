@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	compbase "k8s.io/component-base/metrics"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critesting "k8s.io/cri-api/pkg/apis/testing"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -66,7 +65,7 @@ func TestListedImagesReuseTheCollectorsListing(t *testing.T) {
 
 	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
 	space := map[string]string{"reason": "space"}
-	before := scrapeGC(t, reg).Sum("kubelet_image_garbage_collected_total", space)
+	before := metricstest.ScrapeRegistry(t, reg).Sum("kubelet_image_garbage_collected_total", space)
 	clk.Step(time.Hour)
 	if err := g.DeleteUnusedImages(ctx); err != nil {
 		t.Fatal(err)
@@ -75,18 +74,9 @@ func TestListedImagesReuseTheCollectorsListing(t *testing.T) {
 		t.Fatalf("after removing old:1, listed = %s %v", ids, ok)
 	}
 	// A removal under disk pressure counts as upstream's "space".
-	if d := scrapeGC(t, reg).Sum("kubelet_image_garbage_collected_total", space) - before; d != 1 {
+	if d := metricstest.ScrapeRegistry(t, reg).Sum("kubelet_image_garbage_collected_total", space) - before; d != 1 {
 		t.Errorf("kubelet_image_garbage_collected_total{reason=space} grew by %v, want 1", d)
 	}
-}
-
-func scrapeGC(t *testing.T, r compbase.KubeRegistry) metricstest.Families {
-	t.Helper()
-	f, err := metricstest.ScrapeHandler(compbase.HandlerFor(r, compbase.HandlerOpts{}), "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return f
 }
 
 // pullDuringList reports a pull while ListImages runs (a pull that ends
