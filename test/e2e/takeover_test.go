@@ -268,6 +268,14 @@ authorization:
   mode: AlwaysAllow
 `, static, framework.CRIEndpoint(), port, healthz, filepath.Join(dir, "pod-logs"), clusterDNS,
 		clusterEnv["KUBELET_TLS_CERT_FILE"], clusterEnv["KUBELET_TLS_KEY_FILE"], clusterEnv["CLUSTER_CA_FILE"])
+	// The tests' disk settings, as every other kubelet the tests start:
+	// with upstream's percentages the upstream kubelet reads these disks as
+	// under DiskPressure, evicts the pods and deletes the local images.
+	disk, err := framework.DiskConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg += disk
 	cfgPath := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
