@@ -165,6 +165,31 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	// EventedPLEGConn counts the times the runtime's container event
+	// stream was established (upstream's name, kept from its evented PLEG).
+	EventedPLEGConn = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "evented_pleg_connection_success_count",
+		Help:           "Times the container runtime's CRI event stream was established.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// EventedPLEGConnErr counts the times following that stream failed:
+	// refused, broken, or not offered by the runtime.
+	EventedPLEGConnErr = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "evented_pleg_connection_error_count",
+		Help:           "Times following the container runtime's CRI event stream failed (refused, broken, or not offered).",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// EventedPLEGConnLatency is, for each event of the stream, the time
+	// from the runtime creating it to the PLEG receiving it.
+	EventedPLEGConnLatency = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "evented_pleg_connection_latency_seconds",
+		Help:           "Seconds from the container runtime creating a CRI container event to the PLEG receiving it.",
+		Buckets:        metrics.DefBuckets,
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	// DevicePluginRegistrations counts device plugin registrations by
 	// resource_name (upstream's name and label).
 	DevicePluginRegistrations = metrics.NewCounterVec(&metrics.CounterOpts{
@@ -323,6 +348,7 @@ func kubeletMetrics() []metrics.Registerable {
 		PodStartDuration, PodStartSLIDuration, PodStartTotalDuration, FirstNetworkPodStartSLIDuration,
 		PodStartupPhaseDuration,
 		PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PLEGDiscardEvents,
+		EventedPLEGConn, EventedPLEGConnErr, EventedPLEGConnLatency,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
 		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal, ImageGarbageCollectedTotal,

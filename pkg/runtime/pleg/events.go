@@ -10,6 +10,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
 
@@ -78,6 +79,7 @@ const eventKickGap = 100 * time.Millisecond
 // onEvent makes the PLEG relist at once for an event that is news, or keeps
 // it, when the kubelet is acting on its pod, for the end of that action.
 func (p *PLEG) onEvent(e *runtimeapi.ContainerEventResponse) {
+	p.observeEvent(e)
 	p.mu.Lock()
 	uid := p.podOf(e)
 	if p.acting[uid] > 0 {
@@ -138,6 +140,7 @@ func (p *PLEG) WatchEvents(ctx context.Context, src EventSource) error {
 		up := time.Time{}
 		err := src.WatchContainerEvents(ctx,
 			func() {
+				metrics.EventedPLEGConn.Inc()
 				up = p.clock.Now()
 				p.streaming.Store(true)
 				logger.V(2).Info("Following the runtime's container event stream")
@@ -152,6 +155,9 @@ func (p *PLEG) WatchEvents(ctx context.Context, src EventSource) error {
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		if err != nil {
+			metrics.EventedPLEGConnErr.Inc()
 		}
 		if grpcstatus.Code(err) == codes.Unimplemented {
 			logger.Info("The container runtime streams no container events; the PLEG relists alone", "period", p.period)
