@@ -165,6 +165,15 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	// PodStatusSyncDuration is, for each status write to the API, the time
+	// from the first change it carries to the write's success.
+	PodStatusSyncDuration = metrics.NewHistogram(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "pod_status_sync_duration_seconds",
+		Help:           "Seconds from a change of a pod's status to the API server accepting the write that carries it, however many changes that write coalesced.",
+		Buckets:        []float64{0.010, 0.050, 0.100, 0.500, 1, 5, 10, 20, 30, 45, 60},
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	// EventedPLEGConn counts the times the runtime's container event
 	// stream was established (upstream's name, kept from its evented PLEG).
 	EventedPLEGConn = metrics.NewCounter(&metrics.CounterOpts{
@@ -348,7 +357,7 @@ func kubeletMetrics() []metrics.Registerable {
 		PodStartDuration, PodStartSLIDuration, PodStartTotalDuration, FirstNetworkPodStartSLIDuration,
 		PodStartupPhaseDuration,
 		PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PLEGDiscardEvents,
-		EventedPLEGConn, EventedPLEGConnErr, EventedPLEGConnLatency,
+		EventedPLEGConn, EventedPLEGConnErr, EventedPLEGConnLatency, PodStatusSyncDuration,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
 		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal, ImageGarbageCollectedTotal,

@@ -220,6 +220,7 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.EventedPLEGConn.Inc()
 	metrics.EventedPLEGConnErr.Inc()
 	metrics.EventedPLEGConnLatency.Observe(0.001)
+	metrics.PodStatusSyncDuration.Observe(0.05)
 	metrics.DevicePluginRegistrations.WithLabelValues("example.com/gpu").Inc()
 	metrics.DevicePluginAllocationDuration.WithLabelValues("example.com/gpu").Observe(0.01)
 	metrics.RuntimeOperations.WithLabelValues("run_podsandbox").Inc()

@@ -94,6 +94,10 @@ type entry struct {
 	written *v1.Pod
 	// deleted is set once the final delete was issued.
 	deleted bool
+	// changedAt is when the status first changed since the last write
+	// took it (zero: nothing unwritten), for
+	// kubelet_pod_status_sync_duration_seconds.
+	changedAt time.Time
 }
 
 // NewManager returns a manager; call Run to start writing.
@@ -190,6 +194,9 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 	shallow.ManagedFields = nil
 	e.pod = shallow.DeepCopy()
 	e.status = st
+	if changed && m.queue != nil && e.changedAt.IsZero() {
+		e.changedAt = m.now()
+	}
 	// Queue when there is something to write, or a final delete to check.
 	enqueue := changed || e.written == nil || (pod.DeletionTimestamp != nil && !e.deleted)
 	m.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 )
 
@@ -166,7 +167,23 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 	ours := e.status.DeepCopy()
 	written := e.written
 	deleted := e.deleted
+	// This sync takes the unwritten change; a change made while it runs
+	// starts the next one.
+	changedAt := e.changedAt
+	e.changedAt = time.Time{}
 	m.mu.Unlock()
+	settled := false // the change was written, or has nowhere to go
+	defer func() {
+		if !settled && !changedAt.IsZero() {
+			// Not written yet: a retry, a reconcile or the mirror pod's
+			// arrival writes it, measured from the same change.
+			m.mu.Lock()
+			if m.pods[uid] == e && (e.changedAt.IsZero() || changedAt.Before(e.changedAt)) {
+				e.changedAt = changedAt
+			}
+			m.mu.Unlock()
+		}
+	}()
 
 	tgt, ok := m.resolver.StatusTarget(uid)
 	if !ok || tgt.Pod == nil {
@@ -191,10 +208,12 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 		switch {
 		case apierrors.IsNotFound(err):
 			logger.V(2).Info("Pod gone from the API, dropping its status write", "pod", klog.KObj(target), "podUID", target.UID)
+			settled = true
 			return nil
 		case apierrors.IsConflict(err):
 			if m.recreated(ctx, target) {
 				logger.V(2).Info("Pod re-created under the same name, dropping the old pod's status write", "pod", klog.KObj(target), "podUID", target.UID)
+				settled = true
 				return nil
 			}
 			return err
@@ -202,6 +221,9 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 			return err
 		}
 		logger.V(3).Info("Patched pod status", "pod", klog.KObj(target), "podUID", target.UID, "patch", string(patch))
+		if !changedAt.IsZero() {
+			metrics.PodStatusSyncDuration.Observe(max(0, m.now().Sub(changedAt)).Seconds())
+		}
 		normalize(&out.Status)
 		m.mu.Lock()
 		if m.pods[uid] == e {
@@ -212,6 +234,7 @@ func (m *Manager) syncPod(ctx context.Context, uid types.UID) error {
 		m.mu.Unlock()
 		current = out
 	}
+	settled = true
 
 	if tgt.Mirror || deleted {
 		return nil
