@@ -174,6 +174,14 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	// AdmissionRejections counts pods admission rejected, by reason
+	// (admission.RejectionLabel: upstream's bounded set of labels).
+	AdmissionRejections = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "admission_rejections_total",
+		Help:           "Pods the kubelet's admission rejected, by reason.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"reason"})
+
 	// EventedPLEGConn counts the times the runtime's container event
 	// stream was established (upstream's name, kept from its evented PLEG).
 	EventedPLEGConn = metrics.NewCounter(&metrics.CounterOpts{
@@ -358,6 +366,7 @@ func kubeletMetrics() []metrics.Registerable {
 		PodStartupPhaseDuration,
 		PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PLEGDiscardEvents,
 		EventedPLEGConn, EventedPLEGConnErr, EventedPLEGConnLatency, PodStatusSyncDuration,
+		AdmissionRejections,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
 		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal, ImageGarbageCollectedTotal,

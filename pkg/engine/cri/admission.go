@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/pod/admission"
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 	"github.com/gokubelet/kubelet/pkg/pod/podworkers"
@@ -92,6 +93,7 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 		return true
 	}
 	klog.FromContext(ctx).Info("Pod rejected by admission", "pod", klog.KObj(p), "reason", res.Reason, "message", res.Message)
+	metrics.AdmissionRejections.WithLabelValues(admission.RejectionLabel(res.Reason)).Inc()
 	e.core.Recorder().Event(p, v1.EventTypeWarning, res.Reason, res.Message)
 	st := e.computeStatus(p, nil, podstatus.Options{FailReason: res.Reason, FailMessage: res.Message})
 	e.setStatus(p, st)

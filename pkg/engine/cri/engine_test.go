@@ -16,6 +16,7 @@ import (
 
 	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/metrics"
+	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
 	"github.com/gokubelet/kubelet/pkg/node"
 	"github.com/gokubelet/kubelet/pkg/node/nodestatus"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
@@ -142,6 +143,11 @@ func apiPod(p *v1.Pod) *v1.Pod {
 // (Static pods are critical and skip the resource checks, as upstream, so
 // this uses API pods.)
 func TestAdmissionRejectsOnceAndRemembers(t *testing.T) {
+	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	outOfCPU := func() float64 {
+		return metricstest.ScrapeRegistry(t, reg).Sum("kubelet_admission_rejections_total", map[string]string{"reason": "OutOfcpu"})
+	}
+	before := outOfCPU()
 	h := newHarness(t)
 	big := apiPod(testPod("big", "big", "10"))
 	h.send(podconfig.ADD, big)
@@ -158,6 +164,10 @@ func TestAdmissionRejectsOnceAndRemembers(t *testing.T) {
 	eventually.True(h.t, "the small pod Running", func() bool { return h.phase("small") == v1.PodRunning })
 	if n := h.rt.count("SyncPod"); n != 1 {
 		t.Errorf("SyncPod calls = %d, want 1 (only the small pod)", n)
+	}
+	// One rejection counted, under upstream's label for the reason.
+	if d := outOfCPU() - before; d != 1 {
+		t.Errorf("kubelet_admission_rejections_total{reason=OutOfcpu} grew by %v, want 1", d)
 	}
 }
 
