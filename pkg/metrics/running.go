@@ -73,6 +73,8 @@ type PodCounts struct {
 	Mirror int
 	// Working: the pod workers, for kubelet_working_pods.
 	Working map[WorkingPod]int
+	// Ephemeral: the ephemeral containers in the desired pods' specs.
+	Ephemeral int
 }
 
 // WorkingPod is one series of kubelet_working_pods: a pod worker's
@@ -122,6 +124,8 @@ var (
 	workingPodsDesc = metrics.NewDesc("kubelet_working_pods",
 		"Number of pods the kubelet's pod workers hold, by lifecycle (sync, terminating, terminated), whether the pod is desired, orphaned (left the kubelet's configuration, still being stopped or cleaned up) or runtime_only (found in the runtime without a spec), and whether it is static.",
 		[]string{"lifecycle", "config", "static"}, nil, metrics.ALPHA, "")
+	ephemeralContainersDesc = metrics.NewDesc("kubelet_managed_ephemeral_containers",
+		"Number of ephemeral containers in the pods the kubelet is told to run.", nil, nil, metrics.ALPHA, "")
 )
 
 type podCountCollector struct {
@@ -134,6 +138,7 @@ func (c *podCountCollector) DescribeWithStability(ch chan<- *metrics.Desc) {
 	ch <- activePodsDesc
 	ch <- mirrorPodsDesc
 	ch <- workingPodsDesc
+	ch <- ephemeralContainersDesc
 }
 
 func (c *podCountCollector) CollectWithStability(ch chan<- metrics.Metric) {
@@ -143,6 +148,7 @@ func (c *podCountCollector) CollectWithStability(ch chan<- metrics.Metric) {
 		ch <- metrics.NewLazyConstMetric(activePodsDesc, metrics.GaugeValue, float64(n.Active[i]), static)
 	}
 	ch <- metrics.NewLazyConstMetric(mirrorPodsDesc, metrics.GaugeValue, float64(n.Mirror))
+	ch <- metrics.NewLazyConstMetric(ephemeralContainersDesc, metrics.GaugeValue, float64(n.Ephemeral))
 	for _, s := range workingPodSeries {
 		ch <- metrics.NewLazyConstMetric(workingPodsDesc, metrics.GaugeValue, float64(n.Working[s]), s.Lifecycle, s.Config, s.Static)
 	}

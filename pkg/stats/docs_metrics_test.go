@@ -198,7 +198,7 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 		CgroupVersion: 2,
 		Running:       func() []*container.PodStatus { return running },
 		Pods: func() metrics.PodCounts {
-			return metrics.PodCounts{Desired: [2]int{3, 1}, Active: [2]int{2, 1}, Mirror: 1,
+			return metrics.PodCounts{Desired: [2]int{3, 1}, Active: [2]int{2, 1}, Mirror: 1, Ephemeral: 1,
 				Working: map[metrics.WorkingPod]int{{Lifecycle: metrics.WorkingSync, Config: metrics.WorkingDesired}: 3}}
 		},
 		Volumes: func() []metrics.VolumeStats {

@@ -89,9 +89,10 @@ func containerType(pod *v1.Pod, name string) string {
 }
 
 // PodCounts counts the desired, active (admitted and not finished) and
-// mirror pods and the pod workers, for kubelet_desired_pods,
-// kubelet_active_pods, kubelet_mirror_pods and kubelet_working_pods (read
-// at scrape time).
+// mirror pods, the pod workers and the desired pods' ephemeral containers,
+// for kubelet_desired_pods, kubelet_active_pods, kubelet_mirror_pods,
+// kubelet_working_pods and kubelet_managed_ephemeral_containers (read at
+// scrape time).
 func (e *Engine) PodCounts() metrics.PodCounts {
 	var n metrics.PodCounts
 	idx := func(p *v1.Pod) int {
@@ -102,6 +103,7 @@ func (e *Engine) PodCounts() metrics.PodCounts {
 	}
 	for _, p := range e.core.Pods().List() {
 		n.Desired[idx(p)]++
+		n.Ephemeral += len(p.Spec.EphemeralContainers)
 	}
 	for _, p := range e.activePods("") {
 		n.Active[idx(p)]++

@@ -95,6 +95,13 @@ func TestObserverAndPodCounts(t *testing.T) {
 	if len(h.eng.RuntimePods()) == 0 {
 		t.Error("the runtime's pods are not shown (kubelet_running_pods)")
 	}
+	if n.Ephemeral != 0 {
+		t.Errorf("ephemeral containers = %d, want 0", n.Ephemeral)
+	}
+	debug := p.DeepCopy()
+	debug.Spec.EphemeralContainers = []v1.EphemeralContainer{{EphemeralContainerCommon: v1.EphemeralContainerCommon{Name: "debugger", Image: "busybox"}}}
+	h.send(podconfig.UPDATE, debug)
+	eventually.True(h.t, "the ephemeral container counted", func() bool { return h.eng.PodCounts().Ephemeral == 1 })
 	h.send(podconfig.REMOVE, p)
 	eventually.True(h.t, "the pod gone from the counts", func() bool {
 		n := h.eng.PodCounts()
