@@ -182,6 +182,22 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 
+	// LifecycleHandlerSleepTerminated counts sleep lifecycle handlers cut
+	// short because their container was terminated.
+	LifecycleHandlerSleepTerminated = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "sleep_action_terminated_early_total",
+		Help:           "Sleep lifecycle handlers cut short because their container was terminated.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
+	// LifecycleHandlerHTTPFallbacks counts HTTPS lifecycle handlers that
+	// got a plain HTTP answer and succeeded when retried over HTTP.
+	LifecycleHandlerHTTPFallbacks = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "lifecycle_handler_http_fallbacks_total",
+		Help:           "HTTPS lifecycle handlers answered in plain HTTP that succeeded when retried over HTTP.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	// EventedPLEGConn counts the times the runtime's container event
 	// stream was established (upstream's name, kept from its evented PLEG).
 	EventedPLEGConn = metrics.NewCounter(&metrics.CounterOpts{
@@ -366,7 +382,7 @@ func kubeletMetrics() []metrics.Registerable {
 		PodStartupPhaseDuration,
 		PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PLEGDiscardEvents,
 		EventedPLEGConn, EventedPLEGConnErr, EventedPLEGConnLatency, PodStatusSyncDuration,
-		AdmissionRejections,
+		AdmissionRejections, LifecycleHandlerSleepTerminated, LifecycleHandlerHTTPFallbacks,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
 		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal, ImageGarbageCollectedTotal,

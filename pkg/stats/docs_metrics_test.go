@@ -222,6 +222,8 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.EventedPLEGConnLatency.Observe(0.001)
 	metrics.PodStatusSyncDuration.Observe(0.05)
 	metrics.AdmissionRejections.WithLabelValues("OutOfcpu").Inc()
+	metrics.LifecycleHandlerSleepTerminated.Inc()
+	metrics.LifecycleHandlerHTTPFallbacks.Inc()
 	metrics.DevicePluginRegistrations.WithLabelValues("example.com/gpu").Inc()
 	metrics.DevicePluginAllocationDuration.WithLabelValues("example.com/gpu").Observe(0.01)
 	metrics.RuntimeOperations.WithLabelValues("run_podsandbox").Inc()

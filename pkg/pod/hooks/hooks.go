@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/pod/prober"
 )
@@ -136,6 +137,7 @@ func sleep(ctx context.Context, seconds int64) error {
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
+		metrics.LifecycleHandlerSleepTerminated.Inc()
 		return errors.New("container terminated before sleep hook finished")
 	case <-t.C:
 		return nil
@@ -225,6 +227,7 @@ func (r *Runner) runHTTP(ctx context.Context, pod *v1.Pod, c *v1.Container, podI
 		resp, herr := r.client.Do(retry)
 		drain(resp)
 		if herr == nil {
+			metrics.LifecycleHandlerHTTPFallbacks.Inc()
 			if r.recorder != nil {
 				r.recorder.Event(pod, v1.EventTypeWarning, EventLifecycleHTTPFallback,
 					fmt.Sprintf("request to HTTPS lifecycle hook %s got HTTP response, retry with HTTP succeeded", req.URL.Host))

@@ -16,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
+
+	"github.com/gokubelet/kubelet/pkg/metrics"
+	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
 )
 
 var testPod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u"}}
@@ -98,10 +101,19 @@ func TestHTTPHook(t *testing.T) {
 		}
 	}
 
-	// HTTPS to a plain HTTP server falls back to HTTP with an event.
+	// HTTPS to a plain HTTP server falls back to HTTP with an event, and
+	// is counted.
+	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	fallbacks := func() float64 {
+		return metricstest.ScrapeRegistry(t, reg).Sum("kubelet_lifecycle_handler_http_fallbacks_total", nil)
+	}
+	before := fallbacks()
 	h = &v1.LifecycleHandler{HTTPGet: &v1.HTTPGetAction{Scheme: v1.URISchemeHTTPS, Host: host, Path: "/x", Port: intstr.FromInt32(int32(port))}}
 	if msg, err := r.Run(context.Background(), testPod, c, "cid", "", h, 0); err != nil {
 		t.Fatalf("fallback: %s %v", msg, err)
+	}
+	if d := fallbacks() - before; d != 1 {
+		t.Errorf("kubelet_lifecycle_handler_http_fallbacks_total grew by %v, want 1", d)
 	}
 	select {
 	case e := <-rec.Events:
@@ -131,10 +143,18 @@ func TestHTTPHook(t *testing.T) {
 }
 
 func TestSleepHook(t *testing.T) {
+	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	early := func() float64 {
+		return metricstest.ScrapeRegistry(t, reg).Sum("kubelet_sleep_action_terminated_early_total", nil)
+	}
+	before := early()
 	r := NewRunner(nil, nil, "")
 	c := &v1.Container{Name: "c"}
 	if _, err := r.Run(context.Background(), testPod, c, "cid", "", &v1.LifecycleHandler{Sleep: &v1.SleepAction{Seconds: 0}}, 0); err != nil {
 		t.Errorf("zero sleep: %v", err)
+	}
+	if d := early() - before; d != 0 {
+		t.Errorf("a finished sleep counted as cut short: %v", d)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -150,6 +170,9 @@ func TestSleepHook(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("a cancelled sleep hook did not return")
+	}
+	if d := early() - before; d != 1 {
+		t.Errorf("kubelet_sleep_action_terminated_early_total grew by %v, want 1", d)
 	}
 	if _, err := r.Run(context.Background(), testPod, c, "cid", "", &v1.LifecycleHandler{}, 0); err == nil {
 		t.Errorf("empty handler accepted")
