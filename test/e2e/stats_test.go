@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -304,6 +305,12 @@ func TestMetricsEndpoints(t *testing.T) {
 			"kubelet_started_pods_total":                       f.Sum("kubelet_started_pods_total", nil) >= 1,
 			"kubelet_started_containers_total{container}":      f.Sum("kubelet_started_containers_total", map[string]string{"container_type": "container"}) >= 2,
 			"process_start_time_seconds":                       f["process_start_time_seconds"] != nil,
+			"kubelet_pod_status_sync_duration_seconds":         f.Sum("kubelet_pod_status_sync_duration_seconds", nil) >= 1,
+		}
+		// containerd 2 streams container events, which the PLEG follows
+		// (Debian's containerd 1.6 does not).
+		if os.Getenv("CONTAINERD_FLAVOR") != "debian" {
+			checks["kubelet_evented_pleg_connection_success_count"] = f.Sum("kubelet_evented_pleg_connection_success_count", nil) >= 1
 		}
 		var missing []string
 		for k, ok := range checks {
