@@ -182,6 +182,15 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 
+	// EvictionStatsAge is, for each met threshold an eviction pass acts
+	// on, how old the observation of its signal is.
+	EvictionStatsAge = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "eviction_stats_age_seconds",
+		Help:           "Seconds between the observation of an eviction signal and an eviction pass acting on it, by signal.",
+		Buckets:        metrics.DefBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"eviction_signal"})
+
 	// LifecycleHandlerSleepTerminated counts sleep lifecycle handlers cut
 	// short because their container was terminated.
 	LifecycleHandlerSleepTerminated = metrics.NewCounter(&metrics.CounterOpts{
@@ -382,7 +391,7 @@ func kubeletMetrics() []metrics.Registerable {
 		PodStartupPhaseDuration,
 		PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PLEGDiscardEvents,
 		EventedPLEGConn, EventedPLEGConnErr, EventedPLEGConnLatency, PodStatusSyncDuration,
-		AdmissionRejections, LifecycleHandlerSleepTerminated, LifecycleHandlerHTTPFallbacks,
+		AdmissionRejections, LifecycleHandlerSleepTerminated, LifecycleHandlerHTTPFallbacks, EvictionStatsAge,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
 		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal, ImageGarbageCollectedTotal,

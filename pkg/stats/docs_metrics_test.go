@@ -223,6 +223,7 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.PodStatusSyncDuration.Observe(0.05)
 	metrics.AdmissionRejections.WithLabelValues("OutOfcpu").Inc()
 	metrics.LifecycleHandlerSleepTerminated.Inc()
+	metrics.EvictionStatsAge.WithLabelValues("memory.available").Observe(1)
 	metrics.LifecycleHandlerHTTPFallbacks.Inc()
 	metrics.DevicePluginRegistrations.WithLabelValues("example.com/gpu").Inc()
 	metrics.DevicePluginAllocationDuration.WithLabelValues("example.com/gpu").Observe(0.01)

@@ -190,6 +190,13 @@ func (m *Manager) Synchronize(ctx context.Context) *v1.Pod {
 	usage := m.o.Usage(ctx, pods)
 	Rank(pods, t.Signal, dedicated, usage)
 	log.Info("Eviction manager: pods ranked for eviction", "pods", klog.KObjSlice(pods))
+	// How old the observations behind this eviction are, per met
+	// threshold's signal.
+	for _, met := range step.Act {
+		if o := obs[met.Signal]; !o.Time.IsZero() {
+			metrics.EvictionStatsAge.WithLabelValues(string(met.Signal)).Observe(max(0, m.o.Clock.Since(o.Time)).Seconds())
+		}
+	}
 	for _, p := range pods {
 		if podspec.IsCritical(p) {
 			log.Error(nil, "Eviction manager: cannot evict a critical pod", "pod", klog.KObj(p))

@@ -82,3 +82,46 @@ func TestEvictionsCounted(t *testing.T) {
 		}
 	}
 }
+
+// TestEvictionStatsAge: a pass that acts on a met threshold observes how
+// old the signal's observation is; a pass without pressure observes
+// nothing.
+func TestEvictionStatsAge(t *testing.T) {
+	r := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	mem := map[string]string{"eviction_signal": "memory.available"}
+	read := func() (count uint64, sum float64) {
+		for _, s := range evictions(t, r).Find("kubelet_eviction_stats_age_seconds", mem) {
+			count += s.GetHistogram().GetSampleCount()
+			sum += s.GetHistogram().GetSampleSum()
+		}
+		return count, sum
+	}
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	obs := &fakeObserver{}
+	pods := &fakePods{pods: []*v1.Pod{pod("hog", 0, nil, nil)}}
+	m := New(Options{
+		Thresholds: []Threshold{{Signal: MemoryAvailable, Value: Value{Quantity: q("100Mi")}}},
+		Observer:   obs,
+		Pods:       pods,
+		Usage: func(context.Context, []*v1.Pod) UsageFunc {
+			return func(*v1.Pod) (PodUsage, bool) { return PodUsage{Memory: 600 * Mi}, true }
+		},
+		Recorder: record.NewFakeRecorder(100),
+		Clock:    clk,
+	})
+	count0, sum0 := read()
+	obs.obs = Observations{MemoryAvailable: {Available: 4000 * Mi, Capacity: 8000 * Mi, Time: clk.Now()}}
+	m.Synchronize(context.Background())
+	if c, _ := read(); c != count0 {
+		t.Fatalf("a pass without pressure observed %d ages", c-count0)
+	}
+	clk.Step(10 * time.Second)
+	obs.obs = Observations{MemoryAvailable: {Available: 50 * Mi, Capacity: 8000 * Mi, Time: clk.Now().Add(-3 * time.Second)}}
+	m.Synchronize(context.Background())
+	if len(pods.evicted) != 1 {
+		t.Fatalf("evicted %v, want the hog", pods.evicted)
+	}
+	if c, s := read(); c != count0+1 || s-sum0 != 3 {
+		t.Errorf("kubelet_eviction_stats_age_seconds{memory.available}: %d observations of %vs, want 1 of 3s", c-count0, s-sum0)
+	}
+}
