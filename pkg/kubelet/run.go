@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +40,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
 	"github.com/gokubelet/kubelet/pkg/server"
+	"github.com/gokubelet/kubelet/pkg/stats"
 	"github.com/gokubelet/kubelet/pkg/volume"
 	volcsi "github.com/gokubelet/kubelet/pkg/volume/csi"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
@@ -65,6 +67,7 @@ import (
 //  7. virtual nodes, when --virtual-nodes-config names any (virtual.go;
 //     with realNode: false they are all that runs).
 func Run(ctx context.Context, s *kubeletconfig.Settings) error {
+	started := time.Now()
 	setOwnOOMScoreAdj(klog.FromContext(ctx), s.Config.OOMScoreAdj) // oom.go
 	if !s.RunsRealNode() {
 		return runVirtualOnly(ctx, s) // virtual.go
@@ -143,6 +146,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		NodeStatusUpdateFrequency: cfg.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: cfg.NodeStatusReportFrequency.Duration,
 		OnObjectChange:            func(r objects.Ref) { volumes.ObjectChanged(r) },
+		Startup:                   &nodestatus.Startup{Boot: stats.BootTime(), KubeletStart: started},
 	})
 	if err != nil {
 		return err

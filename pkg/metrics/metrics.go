@@ -182,6 +182,35 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 
+	// The node's start, in phases (nodestatus.Startup): from the host's
+	// boot to the kubelet's start, to its first registration attempt, to
+	// the Node's creation, to its first Ready status; and in all.
+	NodeStartupPreKubeletDuration = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "node_startup_pre_kubelet_duration_seconds",
+		Help:           "Seconds from the host's boot to the kubelet's start.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	NodeStartupPreRegistrationDuration = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "node_startup_pre_registration_duration_seconds",
+		Help:           "Seconds from the kubelet's start to its first attempt to register the Node.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	NodeStartupRegistrationDuration = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "node_startup_registration_duration_seconds",
+		Help:           "Seconds from the first attempt to register the Node to its creation.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	NodeStartupPostRegistrationDuration = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "node_startup_post_registration_duration_seconds",
+		Help:           "Seconds from the Node's creation to its first Ready status.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	NodeStartupDuration = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "node_startup_duration_seconds",
+		Help:           "Seconds from the host's boot to the Node's first Ready status.",
+		StabilityLevel: metrics.ALPHA,
+	})
+
 	// EvictionStatsAge is, for each met threshold an eviction pass acts
 	// on, how old the observation of its signal is.
 	EvictionStatsAge = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -392,6 +421,8 @@ func kubeletMetrics() []metrics.Registerable {
 		PLEGRelistDuration, PLEGRelistInterval, PLEGLastSeen, PLEGDiscardEvents,
 		EventedPLEGConn, EventedPLEGConnErr, EventedPLEGConnLatency, PodStatusSyncDuration,
 		AdmissionRejections, LifecycleHandlerSleepTerminated, LifecycleHandlerHTTPFallbacks, EvictionStatsAge,
+		NodeStartupPreKubeletDuration, NodeStartupPreRegistrationDuration, NodeStartupRegistrationDuration,
+		NodeStartupPostRegistrationDuration, NodeStartupDuration,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
 		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal, ImageGarbageCollectedTotal,

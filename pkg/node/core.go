@@ -72,6 +72,8 @@ type Options struct {
 	OnObjectChange func(objects.Ref)
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
+	// Startup, when set, times the node's start (the real node's).
+	Startup *nodestatus.Startup
 }
 
 // Core is one node's shared core. Build it with New, attach the engine
@@ -307,6 +309,7 @@ func newClusterParts(c *Core, opts Options) (*clusterParts, error) {
 		UpdateFrequency: opts.NodeStatusUpdateFrequency,
 		ReportFrequency: opts.NodeStatusReportFrequency,
 		Clock:           opts.Clock,
+		Startup:         opts.Startup,
 	})
 	if err != nil {
 		return nil, err

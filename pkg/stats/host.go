@@ -203,7 +203,9 @@ func ParseBootTime(procStat string) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("no btime in /proc/stat")
 }
 
-func bootTime() time.Time {
+// BootTime is when the host booted (/proc/stat's btime), zero when it
+// cannot be read.
+func BootTime() time.Time {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return time.Time{}

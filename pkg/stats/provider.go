@@ -141,7 +141,7 @@ func New(o Options) *Provider {
 	if o.CgroupRoot == "" {
 		o.CgroupRoot = "/"
 	}
-	p := &Provider{o: o, boot: bootTime(), rates: newRateCache(), vols: newVolumeCache(o.VolumePeriod, o.Clock), procRoot: "/proc", sysRoot: "/sys"}
+	p := &Provider{o: o, boot: BootTime(), rates: newRateCache(), vols: newVolumeCache(o.VolumePeriod, o.Clock), procRoot: "/proc", sysRoot: "/sys"}
 	if h, err := cgroups.Detect(); err == nil {
 		p.cg = cgroups.NewReader(h)
 	} else {

@@ -51,6 +51,9 @@ type Options struct {
 	ReportFrequency time.Duration
 	// Clock defaults to the real clock.
 	Clock clock.WithTicker
+	// Startup, when set, times this node's start (kubelet_node_startup_*);
+	// only the real node has one.
+	Startup *Startup
 }
 
 // Controller registers this kubelet's Node and keeps its status current.
@@ -250,10 +253,14 @@ func (c *Controller) register(ctx context.Context) error {
 	node := NewNode(&c.cfg, facts)
 	SetStatus(node, &c.cfg, facts, metav1.NewTime(c.clock.Now()))
 	nodes := c.client.CoreV1().Nodes()
+	c.opts.Startup.attempt(c.clock.Now())
 	created, err := nodes.Create(ctx, node, metav1.CreateOptions{})
 	if err == nil {
 		klog.FromContext(ctx).Info("Registered node")
-		c.setRegistered(created, c.clock.Now())
+		now := c.clock.Now()
+		c.setRegistered(created, now)
+		c.opts.Startup.created(now)
+		c.opts.Startup.reported(created, now)
 		return nil
 	}
 	if !apierrors.IsAlreadyExists(err) && !apierrors.IsForbidden(err) {
@@ -318,6 +325,7 @@ func (c *Controller) syncStatus(ctx context.Context) error {
 		}
 		patched, err := c.patchStatus(ctx, base, updated)
 		if err == nil {
+			c.opts.Startup.reported(patched, c.clock.Now())
 			c.mu.Lock()
 			if c.registered {
 				c.latest = patched
