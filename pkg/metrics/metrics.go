@@ -211,6 +211,15 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	// CgroupManagerDuration is how long the cgroup driver's writes took,
+	// by operation (create, update, destroy).
+	CgroupManagerDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
+		Subsystem: KubeletSubsystem, Name: "cgroup_manager_duration_seconds",
+		Help:           "Seconds a cgroup operation of the kubelet took, by operation type (create, update, destroy).",
+		Buckets:        metrics.DefBuckets,
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"operation_type"})
+
 	// EvictionStatsAge is, for each met threshold an eviction pass acts
 	// on, how old the observation of its signal is.
 	EvictionStatsAge = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -422,7 +431,7 @@ func kubeletMetrics() []metrics.Registerable {
 		EventedPLEGConn, EventedPLEGConnErr, EventedPLEGConnLatency, PodStatusSyncDuration,
 		AdmissionRejections, LifecycleHandlerSleepTerminated, LifecycleHandlerHTTPFallbacks, EvictionStatsAge,
 		NodeStartupPreKubeletDuration, NodeStartupPreRegistrationDuration, NodeStartupRegistrationDuration,
-		NodeStartupPostRegistrationDuration, NodeStartupDuration,
+		NodeStartupPostRegistrationDuration, NodeStartupDuration, CgroupManagerDuration,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
 		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal, ImageGarbageCollectedTotal,

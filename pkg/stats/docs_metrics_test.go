@@ -229,6 +229,7 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.NodeStartupRegistrationDuration.Set(0.1)
 	metrics.NodeStartupPostRegistrationDuration.Set(2)
 	metrics.NodeStartupDuration.Set(33.1)
+	metrics.CgroupManagerDuration.WithLabelValues("create").Observe(0.001)
 	metrics.LifecycleHandlerHTTPFallbacks.Inc()
 	metrics.DevicePluginRegistrations.WithLabelValues("example.com/gpu").Inc()
 	metrics.DevicePluginAllocationDuration.WithLabelValues("example.com/gpu").Observe(0.01)

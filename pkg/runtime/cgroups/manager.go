@@ -87,7 +87,7 @@ func New(cfg Config) (*Manager, error) {
 	} else {
 		d = NewCgroupfs(l)
 	}
-	return NewWithDriver(cfg, d), nil
+	return NewWithDriver(cfg, Instrumented(d)), nil
 }
 
 // NewWithDriver returns a manager over d (tests use a cgroupfs driver on a
