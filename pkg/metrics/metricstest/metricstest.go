@@ -111,6 +111,16 @@ func (f Families) Sum(name string, want map[string]string) float64 {
 	return total
 }
 
+// Observed adds up the histograms of name matching want: how many
+// observations they hold, and their sum.
+func (f Families) Observed(name string, want map[string]string) (count uint64, sum float64) {
+	for _, m := range f.Find(name, want) {
+		count += m.GetHistogram().GetSampleCount()
+		sum += m.GetHistogram().GetSampleSum()
+	}
+	return count, sum
+}
+
 // Names lists the families, sorted (for failure messages).
 func (f Families) Names() string {
 	var n []string

@@ -89,13 +89,7 @@ func TestEvictionsCounted(t *testing.T) {
 func TestEvictionStatsAge(t *testing.T) {
 	r := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
 	mem := map[string]string{"eviction_signal": "memory.available"}
-	read := func() (count uint64, sum float64) {
-		for _, s := range evictions(t, r).Find("kubelet_eviction_stats_age_seconds", mem) {
-			count += s.GetHistogram().GetSampleCount()
-			sum += s.GetHistogram().GetSampleSum()
-		}
-		return count, sum
-	}
+	read := func() (uint64, float64) { return evictions(t, r).Observed("kubelet_eviction_stats_age_seconds", mem) }
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	obs := &fakeObserver{}
 	pods := &fakePods{pods: []*v1.Pod{pod("hog", 0, nil, nil)}}

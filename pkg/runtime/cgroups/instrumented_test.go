@@ -12,9 +12,10 @@ import (
 func TestInstrumentedDriver(t *testing.T) {
 	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
 	counts := func() map[string]uint64 {
+		f := metricstest.ScrapeRegistry(t, reg)
 		out := map[string]uint64{}
-		for _, s := range metricstest.ScrapeRegistry(t, reg).Find("kubelet_cgroup_manager_duration_seconds", nil) {
-			out[metricstest.Labels(s)["operation_type"]] += s.GetHistogram().GetSampleCount()
+		for _, op := range []string{"create", "update", "destroy"} {
+			out[op], _ = f.Observed("kubelet_cgroup_manager_duration_seconds", map[string]string{"operation_type": op})
 		}
 		return out
 	}

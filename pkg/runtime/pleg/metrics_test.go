@@ -46,12 +46,8 @@ func TestStreamMetrics(t *testing.T) {
 	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
 	read := func() (conn, errs float64, latencies uint64) {
 		f := metricstest.ScrapeRegistry(t, reg)
-		conn = f.Sum("kubelet_evented_pleg_connection_success_count", nil)
-		errs = f.Sum("kubelet_evented_pleg_connection_error_count", nil)
-		for _, m := range f.Find("kubelet_evented_pleg_connection_latency_seconds", nil) {
-			latencies += m.GetHistogram().GetSampleCount()
-		}
-		return conn, errs, latencies
+		latencies, _ = f.Observed("kubelet_evented_pleg_connection_latency_seconds", nil)
+		return f.Sum("kubelet_evented_pleg_connection_success_count", nil), f.Sum("kubelet_evented_pleg_connection_error_count", nil), latencies
 	}
 	conn0, errs0, lat0 := read()
 
