@@ -211,6 +211,14 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	})
 
+	// Preemptions counts pods the kubelet stopped to admit a critical pod,
+	// by the first resource that was short.
+	Preemptions = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "preemptions",
+		Help:           "Pods the kubelet preempted to admit a critical pod, by the first resource that was short.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"preemption_signal"})
+
 	// CgroupManagerDuration is how long the cgroup driver's writes took,
 	// by operation (create, update, destroy).
 	CgroupManagerDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -431,7 +439,7 @@ func kubeletMetrics() []metrics.Registerable {
 		EventedPLEGConn, EventedPLEGConnErr, EventedPLEGConnLatency, PodStatusSyncDuration,
 		AdmissionRejections, LifecycleHandlerSleepTerminated, LifecycleHandlerHTTPFallbacks, EvictionStatsAge,
 		NodeStartupPreKubeletDuration, NodeStartupPreRegistrationDuration, NodeStartupRegistrationDuration,
-		NodeStartupPostRegistrationDuration, NodeStartupDuration, CgroupManagerDuration,
+		NodeStartupPostRegistrationDuration, NodeStartupDuration, CgroupManagerDuration, Preemptions,
 		RuntimeOperations, RuntimeOperationsDuration, RuntimeOperationsErrors,
 		RunPodSandboxDuration, RunPodSandboxErrors,
 		Evictions, RestartedPodTotal, OrphanedRuntimePodTotal, ImageGarbageCollectedTotal,

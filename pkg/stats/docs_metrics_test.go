@@ -230,6 +230,7 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.NodeStartupPostRegistrationDuration.Set(2)
 	metrics.NodeStartupDuration.Set(33.1)
 	metrics.CgroupManagerDuration.WithLabelValues("create").Observe(0.001)
+	metrics.Preemptions.WithLabelValues("cpu").Inc()
 	metrics.LifecycleHandlerHTTPFallbacks.Inc()
 	metrics.DevicePluginRegistrations.WithLabelValues("example.com/gpu").Inc()
 	metrics.DevicePluginAllocationDuration.WithLabelValues("example.com/gpu").Observe(0.01)

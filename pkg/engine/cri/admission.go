@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"sync"
 
@@ -87,6 +88,9 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 			res = admission.Admit(p, node, e.allocatedPods(e.activePods(p.UID)))
 		}
 	}
+	if res.Admit && len(res.Preempt) > 0 {
+		res = e.preempt(ctx, p, res.Preempt)
+	}
 	e.admission.set(p.UID, res.Admit)
 	if res.Admit {
 		e.admitted(ctx, p)
@@ -98,6 +102,29 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	st := e.computeStatus(p, nil, podstatus.Options{FailReason: res.Reason, FailMessage: res.Message})
 	e.setStatus(p, st)
 	return false
+}
+
+// preempt stops the pods a critical pod admitted with shortages needs
+// room from (admission.Preemption), as upstream: each gets a Preempting
+// event and ends Failed, reason Preempting, within its own grace period,
+// and counts in kubelet_preemptions under the first short resource. The
+// critical pod is admitted at once, while they stop (upstream's admission
+// waits for them). When no set of pods covers the shortages it is
+// rejected instead, as upstream.
+func (e *Engine) preempt(ctx context.Context, p *v1.Pod, short []admission.Shortage) admission.Result {
+	log := klog.FromContext(ctx)
+	victims, err := admission.Preemption(p, e.allocatedPods(e.activePods(p.UID)), short)
+	if err != nil {
+		return admission.Result{Reason: admission.ReasonUnexpectedAdmissionError,
+			Message: "Unexpected error while attempting to recover from admission failure: preemption: error finding a set of pods to preempt: " + err.Error()}
+	}
+	for _, v := range victims {
+		log.Info("Preempting pod to free up resources", "pod", klog.KObj(v), "podUID", v.UID, "insufficientResources", fmt.Sprint(short), "requestingPod", klog.KObj(p))
+		e.core.Recorder().Event(v, v1.EventTypeWarning, admission.ReasonPreempting, admission.MessagePreempted)
+		e.terminate(v, nil, admission.ReasonPreempting, admission.MessagePreempted, admission.MessagePreemptedCondition)
+		metrics.Preemptions.WithLabelValues(string(short[0].Resource)).Inc()
+	}
+	return admission.Result{Admit: true}
 }
 
 // activePods are the admitted pods that still run or may run.

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -370,5 +371,54 @@ func TestAdmissionRefusesHostileUIDAndQuantities(t *testing.T) {
 	}
 	if n := h.rt.count("SyncPod"); n != 0 {
 		t.Errorf("SyncPod calls = %d, want 0: a refused pod reached the runtime", n)
+	}
+}
+
+// A critical pod that does not fit preempts the pod admission chooses:
+// Failed, reason Preempting, with a DisruptionTarget condition, counted
+// in kubelet_preemptions; the other pods run on. One no set of pods can
+// make room for is rejected.
+func TestCriticalPodPreempts(t *testing.T) {
+	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	preemptions := func() float64 {
+		return metricstest.ScrapeRegistry(t, reg).Sum("kubelet_preemptions", map[string]string{"preemption_signal": "cpu"})
+	}
+	before := preemptions()
+	h := newHarness(t)
+	h.send(podconfig.ADD, apiPod(testPod("small", "small", "300m")), apiPod(testPod("big", "big", "1500m")))
+	eventually.True(h.t, "both pods Running", func() bool { return h.phase("small") == v1.PodRunning && h.phase("big") == v1.PodRunning })
+
+	h.send(podconfig.ADD, testPod("crit", "crit", "1")) // static: critical
+	eventually.True(h.t, "the critical pod Running and the big pod Failed", func() bool {
+		return h.phase("crit") == v1.PodRunning && h.phase("big") == v1.PodFailed
+	})
+	st, _ := h.core.Status().GetPodStatus("big")
+	if st.Reason != "Preempting" || st.Message != "Preempted in order to admit critical pod" {
+		t.Errorf("preempted pod's status: %q %q", st.Reason, st.Message)
+	}
+	if c := podspec.FindCondition(st.Conditions, v1.DisruptionTarget); c == nil || c.Status != v1.ConditionTrue ||
+		c.Reason != v1.PodReasonTerminationByKubelet || c.Message != "Pod was preempted by Kubelet to accommodate a critical pod." {
+		t.Errorf("preempted pod's DisruptionTarget condition: %+v", c)
+	}
+	if h.phase("small") != v1.PodRunning {
+		t.Errorf("the small pod was stopped too: %s", h.phase("small"))
+	}
+	if d := preemptions() - before; d != 1 {
+		t.Errorf("kubelet_preemptions{cpu} grew by %v, want 1", d)
+	}
+
+	// Even stopping the small pod would not make room (the critical pod
+	// cannot be preempted): rejected, and nothing is stopped.
+	h.send(podconfig.ADD, testPod("crit2", "crit2", "1500m"))
+	eventually.True(h.t, "the second critical pod Failed", func() bool { return h.phase("crit2") == v1.PodFailed })
+	st, _ = h.core.Status().GetPodStatus("crit2")
+	if st.Reason != "UnexpectedAdmissionError" || !strings.Contains(st.Message, "no set of running pods found to reclaim resources: [cpu: ") {
+		t.Errorf("unplaceable critical pod: %q %q", st.Reason, st.Message)
+	}
+	if h.phase("crit") != v1.PodRunning || h.phase("small") != v1.PodRunning {
+		t.Errorf("the running pods were disturbed: crit %s, small %s", h.phase("crit"), h.phase("small"))
+	}
+	if d := preemptions() - before; d != 1 {
+		t.Errorf("kubelet_preemptions{cpu} grew by %v in all, want 1", d)
 	}
 }

@@ -50,14 +50,14 @@ func (e *Engine) AddAdmitHandler(f AdmitFunc) {
 // kubelet terminated it, as upstream's eviction manager does.
 func (e *Engine) EvictPod(pod *v1.Pod, gracePeriod int64, msg string) {
 	klog.Background().Info("Evicting pod", "pod", klog.KObj(pod), "gracePeriod", gracePeriod, "reason", msg)
-	e.terminate(pod, gracePeriod, reasonEvicted, msg)
+	e.terminate(pod, &gracePeriod, reasonEvicted, msg, msg)
 }
 
 // TerminatePod stops a pod for good within gracePeriod seconds (graceful
 // node shutdown), Failed with reason and msg, and a DisruptionTarget
 // condition; the channel closes once nothing of it runs.
 func (e *Engine) TerminatePod(pod *v1.Pod, gracePeriod int64, reason, msg string) <-chan struct{} {
-	e.terminate(pod, gracePeriod, reason, msg)
+	e.terminate(pod, &gracePeriod, reason, msg, msg)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -68,16 +68,19 @@ func (e *Engine) TerminatePod(pod *v1.Pod, gracePeriod int64, reason, msg string
 	return done
 }
 
-func (e *Engine) terminate(pod *v1.Pod, gracePeriod int64, reason, msg string) {
+// terminate stops a pod for good, within gracePeriod seconds (nil: the
+// pod's own), Failed with reason and msg and a DisruptionTarget condition
+// saying condMsg.
+func (e *Engine) terminate(pod *v1.Pod, gracePeriod *int64, reason, msg, condMsg string) {
 	p, ok := e.core.Pods().Get(pod.UID)
 	if !ok {
 		p = pod
 	}
 	now := metav1.NewTime(e.clock.Now())
-	e.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, GracePeriod: &gracePeriod, KillStatus: func(st *v1.PodStatus) {
+	e.workers.UpdatePod(podworkers.Update{Type: podworkers.UpdateKill, Pod: p, GracePeriod: gracePeriod, KillStatus: func(st *v1.PodStatus) {
 		st.Phase, st.Reason, st.Message = v1.PodFailed, reason, msg
 		cond := v1.PodCondition{Type: v1.DisruptionTarget, Status: v1.ConditionTrue, Reason: v1.PodReasonTerminationByKubelet,
-			Message: msg, LastTransitionTime: now, ObservedGeneration: p.Generation}
+			Message: condMsg, LastTransitionTime: now, ObservedGeneration: p.Generation}
 		for i := range st.Conditions {
 			if st.Conditions[i].Type == v1.DisruptionTarget {
 				st.Conditions[i] = cond

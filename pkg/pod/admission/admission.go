@@ -43,18 +43,23 @@ const (
 )
 
 // Result is the admission decision. When Admit is false, Reason and
-// Message go to the pod's status.
+// Message go to the pod's status. Preempt, on an admitted critical pod,
+// are the shortages other pods must be preempted to cover (Preemption
+// chooses them); Message then says what was short.
 type Result struct {
 	Admit   bool
 	Reason  string
 	Message string
+	Preempt []Shortage
 }
 
-// failure is one failed check; insufficient is set for a resource shortage.
+// failure is one failed check; insufficient is set for a resource
+// shortage, whose size is shortage.
 type failure struct {
 	reason       string
 	message      string
 	insufficient bool
+	shortage     Shortage
 }
 
 // Admit decides whether pod may run on node, given the pods already
@@ -89,17 +94,20 @@ func Admit(pod *v1.Pod, node *v1.Node, admitted []*v1.Pod) Result {
 		return Result{Admit: true}
 	}
 	if podspec.IsCritical(pod) {
-		// Upstream evicts pods to make room for a critical pod when every
-		// failure is a shortage; other failures still reject it.
+		// A critical pod is admitted by preempting other pods when every
+		// failure is a shortage, as upstream; other failures still
+		// reject it.
 		var other []failure
+		var short []Shortage
 		for _, f := range failures {
-			if !f.insufficient {
+			if f.insufficient {
+				short = append(short, f.shortage)
+			} else {
 				other = append(other, f)
 			}
 		}
 		if len(other) == 0 {
-			return Result{Admit: true, Message: "Admitted critical pod without preemption; node may be overcommitted: " +
-				failures[0].message}
+			return Result{Admit: true, Message: failures[0].message, Preempt: short}
 		}
 		failures = other
 	}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -339,20 +340,20 @@ func TestAdmit(t *testing.T) {
 				Message: "Node didn't have enough resource: cpu, requested: 2000, used: 0, capacity: 1900"},
 		},
 		{
-			name:     "critical pod is admitted over capacity (no preemption yet)",
+			name:     "critical pod is admitted over capacity, with the shortage to preempt",
 			pod:      mkPod("a", req("cpu", "1"), priority(2000001000)),
 			admitted: []*v1.Pod{mkPod("b", req("cpu", "1500m"))},
 			want: Result{Admit: true,
-				Message: "Admitted critical pod without preemption; node may be overcommitted: " +
-					"Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 1900"},
+				Message: "Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 1900",
+				Preempt: []Shortage{{Resource: v1.ResourceCPU, Amount: 600}}},
 		},
 		{
 			name:     "static pod is critical",
 			pod:      mkPod("a", req("cpu", "1"), annotate(podspec.ConfigSourceAnnotation, podspec.SourceFile)),
 			admitted: []*v1.Pod{mkPod("b", req("cpu", "1500m"))},
 			want: Result{Admit: true,
-				Message: "Admitted critical pod without preemption; node may be overcommitted: " +
-					"Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 1900"},
+				Message: "Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 1900",
+				Preempt: []Shortage{{Resource: v1.ResourceCPU, Amount: 600}}},
 		},
 		{
 			name: "critical pod still fails a non-resource check",
@@ -380,7 +381,7 @@ func TestAdmit(t *testing.T) {
 			}
 			before := tt.pod.DeepCopy()
 			got := Admit(tt.pod, node, tt.admitted)
-			if got != tt.want {
+			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Admit() =\n  %+v\nwant\n  %+v", got, tt.want)
 			}
 			if tt.pod.String() != before.String() {

@@ -117,6 +117,7 @@ func insufficient(name v1.ResourceName, requested, used, capacity int64) failure
 		message: fmt.Sprintf("Node didn't have enough resource: %s, requested: %d, used: %d, capacity: %d",
 			name, requested, used, capacity),
 		insufficient: true,
+		shortage:     Shortage{Resource: name, Amount: requested - (capacity - used)},
 	}
 }
 
