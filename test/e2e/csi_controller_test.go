@@ -43,8 +43,8 @@ func (b *lockedBuffer) String() string {
 
 // startCSISidecar runs one of the CSI controller sidecars built by
 // hack/build-csi-sidecars.sh (its path in the environment variable env) as
-// a local process with args, until the test ends; its log is shown if the
-// test fails.
+// a local process with args, until the test ends; its log is kept if the
+// test fails (framework.LogOnFailure).
 func startCSISidecar(t *testing.T, env, name string, args ...string) {
 	t.Helper()
 	bin := os.Getenv(env)
@@ -67,9 +67,7 @@ func startCSISidecar(t *testing.T, env, name string, args ...string) {
 			_ = cmd.Process.Kill()
 			<-exited
 		}
-		if t.Failed() {
-			t.Logf("%s log:\n%s", name, framework.Tail(out.String(), 80))
-		}
+		framework.LogOnFailure(t, name, out.String())
 	})
 	// A sidecar that exits at once (a flag it does not know, a driver it
 	// cannot reach) says why here rather than as a provisioning timeout.

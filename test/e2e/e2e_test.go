@@ -253,9 +253,7 @@ func node(t *testing.T) string {
 		return nodeReady(n), fmt.Sprintf("%v", n.Status.Conditions)
 	})
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("kubelet log:\n%s", framework.Tail(kubelet.Log(), 150))
-		}
+		framework.LogOnFailure(t, "kubelet", kubelet.Log())
 	})
 	return name
 }

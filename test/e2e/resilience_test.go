@@ -55,12 +55,16 @@ func within(t *testing.T, limit time.Duration, what string, cond func() (bool, s
 func probedPod(name string) *v1.Pod {
 	p := testPod(name)
 	p.Labels = map[string]string{"app": "probed"}
-	get := func(path string, period int32) *v1.Probe {
+	get := func(path string, period, failures int32) *v1.Probe {
 		return &v1.Probe{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}},
-			PeriodSeconds: period, FailureThreshold: 3}
+			PeriodSeconds: period, FailureThreshold: failures, TimeoutSeconds: 5}
 	}
-	p.Spec.Containers[0].StartupProbe = get("/healthz", 1)
-	p.Spec.Containers[0].ReadinessProbe = get("/readyz", 2)
+	// The faults under test are the kubelet's and the runtime's, not a slow
+	// machine's: a server that takes more than 3 s to listen while 50 pods
+	// start on a loaded 2-core machine is not restarted (it was, on CI),
+	// and a probe answered in more than 1 s is not a failure.
+	p.Spec.Containers[0].StartupProbe = get("/healthz", 1, 60)
+	p.Spec.Containers[0].ReadinessProbe = get("/readyz", 2, 3)
 	p.Spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
 	return p
 }
@@ -190,10 +194,15 @@ func podCondition(p *v1.Pod, c v1.PodConditionType) bool {
 	return false
 }
 
-// probedSince reports whether the pod's server logged a readiness probe
-// request after since (the CRI log line's own timestamp).
+// probedSince reports whether the pod's server, in its current instance,
+// logged a readiness probe request after since (the CRI log line's own
+// timestamp). The instance's log is <restartCount>.log.
 func probedSince(p *v1.Pod, since time.Time) bool {
-	f, err := os.Open(filepath.Join(podLogsDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID), "main", "0.log"))
+	if len(p.Status.ContainerStatuses) == 0 {
+		return false
+	}
+	file := fmt.Sprintf("%d.log", p.Status.ContainerStatuses[0].RestartCount)
+	f, err := os.Open(filepath.Join(podLogsDir, fmt.Sprintf("%s_%s_%s", p.Namespace, p.Name, p.UID), "main", file))
 	if err != nil {
 		return false
 	}

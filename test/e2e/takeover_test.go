@@ -288,9 +288,7 @@ authorization:
 		ours:     &framework.Kubelet{Bin: kubeletBin, Args: args, HealthzPort: healthz}}
 	t.Cleanup(func() {
 		if tn.current != nil {
-			if t.Failed() {
-				t.Logf("log of the kubelet in charge:\n%s", framework.Tail(tn.current.Log(), 120))
-			}
+			framework.LogOnFailure(t, "kubelet-in-charge", tn.current.Log())
 			_ = tn.current.Signal(syscall.SIGTERM)
 		}
 	})

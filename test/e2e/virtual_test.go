@@ -1229,7 +1229,7 @@ func runSecretEnvPod(t *testing.T, ns, name, vn string, secrets ...string) {
 
 // startVirtualOnlyKubelet starts a second kubelet process running the
 // virtual nodes of cfg with kubeconfig, stopped when the test ends (its
-// log, named by what, shown if the test failed).
+// log, named by what, kept if the test failed: framework.LogOnFailure).
 func startVirtualOnlyKubelet(t *testing.T, what, kubeconfig, cfg, root string) *framework.Kubelet {
 	t.Helper()
 	k := &framework.Kubelet{Bin: kubeletBin}
@@ -1238,9 +1238,7 @@ func startVirtualOnlyKubelet(t *testing.T, what, kubeconfig, cfg, root string) *
 		"--healthz-port", fmt.Sprint(k.HealthzPort), "--node-ip", clusterEnv["NODE_IP"], "-v", "2"}
 	k.Start(t)
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("%s log:\n%s", what, framework.Tail(k.Log(), 80))
-		}
+		framework.LogOnFailure(t, what, k.Log())
 		k.Stop(t)
 	})
 	return k

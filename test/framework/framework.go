@@ -260,6 +260,29 @@ func Tail(s string, n int) string {
 	return strings.Join(parts, "\n")
 }
 
+// LogOnFailure keeps a process's log when t has failed: the whole log goes
+// to _output/test-logs/<test>-<what>.log and t names the file. The log is
+// not printed: a failed test's own messages then stay the last lines before
+// its FAIL, where an excerpt of the run (CI's) shows them, instead of being
+// pushed out by hundreds of log lines.
+func LogOnFailure(t *testing.T, what, log string) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name() + "-" + what)
+	dir := filepath.Join(RepoRoot(), "_output", "test-logs")
+	path := filepath.Join(dir, name+".log")
+	if err := os.MkdirAll(dir, 0o755); err == nil {
+		err = os.WriteFile(path, []byte(log), 0o644)
+		if err == nil {
+			t.Logf("%s log (%d lines): %s", what, strings.Count(log, "\n"), path)
+			return
+		}
+	}
+	t.Logf("%s log (could not be written to %s), its last 100 lines:\n%s", what, path, Tail(log, 100))
+}
+
 // Kubelet is a kubelet process under test.
 type Kubelet struct {
 	Bin         string

@@ -131,9 +131,7 @@ syncFrequency: 20s
 		if err := hostfs.UnmountAll(n.rootDir); err != nil {
 			t.Errorf("unmounting under %s: %v", n.rootDir, err)
 		}
-		if t.Failed() {
-			t.Logf("kubelet log:\n%s", framework.Tail(n.Log(), 200))
-		}
+		framework.LogOnFailure(t, "kubelet", n.Log())
 		if err := framework.ClearRuntime(runtimeSvc); err != nil {
 			t.Errorf("clearing the runtime after the test: %v", err)
 		}
