@@ -66,6 +66,10 @@ const (
 	// EnvFiles: env vars read from a file in an emptyDir volume
 	// (valueFrom.fileKeyRef; beta, on by default since 1.35).
 	EnvFiles Feature = "EnvFiles"
+	// InPlacePodVerticalScalingSchedulerPreemption: the scheduler, not
+	// the kubelet, preempts for a critical pod's resize (alpha, off by
+	// default).
+	InPlacePodVerticalScalingSchedulerPreemption Feature = "InPlacePodVerticalScalingSchedulerPreemption"
 )
 
 // offByDefault are the wired gates upstream has off by default (alpha
@@ -73,10 +77,11 @@ const (
 // pkg/config/kubeletconfig, which reads the effective feature gate
 // (pkg/config/kubeletconfig's table test holds both to upstream's list).
 var offByDefault = map[Feature]bool{
-	AtomicWriteVolumeUserFields: true,
-	EmptyDirVolumeMode:          true,
-	H2CContainerProbe:           true,
-	GRPCContainerProbeTLS:       true,
+	AtomicWriteVolumeUserFields:                  true,
+	EmptyDirVolumeMode:                           true,
+	H2CContainerProbe:                            true,
+	GRPCContainerProbeTLS:                        true,
+	InPlacePodVerticalScalingSchedulerPreemption: true,
 }
 
 // OffByDefault reports whether the wired gate f is off by default.
@@ -125,6 +130,7 @@ var Table = []Gate{
 	{H2CContainerProbe, Wired, "pkg/kubelet, pkg/pod/prober", "on: an httpGet probe with protocol HTTP2 speaks HTTP/2 cleartext with prior knowledge (the API allows it only with scheme HTTP); off (the default): protocol is ignored (HTTP/1.1), as upstream ignores it, and the pod gets a ProbeFieldsIgnored warning. Lifecycle hooks' httpGet ignores protocol, as upstream's, with a LifecycleProtocolIgnored warning"},
 	{ImageMaximumGCAge, Wired, "pkg/config/kubeletconfig", "off: a non-zero imageMaximumGCAge is refused, so unused images are not removed by age"},
 	{InPlacePodVerticalScaling, Wired, "pkg/kubelet, pkg/engine/cri", "off: no allocation is kept and a changed container resource is not resized in place; no PodResizePending/PodResizeInProgress conditions"},
+	{InPlacePodVerticalScalingSchedulerPreemption, Wired, "pkg/pod/allocation, pkg/engine/cri", "off (the default): a critical pod's in-place resize that needs room preempts other pods, as its admission would; on: that resize is deferred (PodResizePending, Deferred) and the scheduler decides any preemption"},
 	{KubeletFineGrainedAuthz, Wired, "pkg/kubelet, pkg/server", "off: /pods, /healthz and /configz are authorized as nodes/proxy only, not nodes/pods, nodes/healthz, nodes/configz first"},
 	{PodCertificateRequest, Wired, "pkg/kubelet, pkg/volume, pkg/node/podcerts", "off: a projected volume with a podCertificate source is not set up, and its pod waits with a reason naming the gate; on: a key per source, a PodCertificateRequest to its signer, the issued chain written and renewed from beginRefreshAt"},
 	{PodLevelResources, Wired, "pkg/engine/cri", "off: a pod with pod-level resources (spec.resources) is rejected with reason PodLevelResourcesNotSupported, as upstream"},

@@ -2,6 +2,7 @@ package cri
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/gokubelet/kubelet/internal/testing/eventually"
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
 	"github.com/gokubelet/kubelet/pkg/node"
@@ -169,6 +171,58 @@ func TestAdmissionRejectsOnceAndRemembers(t *testing.T) {
 	// One rejection counted, under upstream's label for the reason.
 	if d := outOfCPU() - before; d != 1 {
 		t.Errorf("kubelet_admission_rejections_total{reason=OutOfcpu} grew by %v, want 1", d)
+	}
+}
+
+// A critical pod's in-place resize that needs room preempts as its
+// admission would (upstream, with InPlacePodVerticalScalingSchedulerPreemption
+// off); with the gate on, the resize is deferred and nothing is stopped.
+func TestCriticalPodResizePreempts(t *testing.T) {
+	critical := func(p *v1.Pod) *v1.Pod {
+		p.Spec.Priority = ptr.To[int32](podspec.SystemCriticalPriority)
+		return p
+	}
+	for _, schedulerPreempts := range []bool{false, true} {
+		t.Run(fmt.Sprintf("InPlacePodVerticalScalingSchedulerPreemption=%v", schedulerPreempts), func(t *testing.T) {
+			h := newHarnessWith(t, func(d *Deps) {
+				d.Features = d.Features.With(features.InPlacePodVerticalScalingSchedulerPreemption, schedulerPreempts)
+			})
+			crit := critical(apiPod(testPod("crit", "crit", "500m")))
+			h.send(podconfig.ADD, apiPod(testPod("big", "big", "1200m")), crit)
+			eventually.True(h.t, "both pods Running", func() bool { return h.phase("big") == v1.PodRunning && h.phase("crit") == v1.PodRunning })
+
+			resized := crit.DeepCopy()
+			resized.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("1")
+			h.send(podconfig.UPDATE, resized)
+			allocatedCPU := func() string {
+				st, _ := h.core.Status().GetPodStatus("crit")
+				if len(st.ContainerStatuses) == 0 {
+					return ""
+				}
+				q := st.ContainerStatuses[0].AllocatedResources[v1.ResourceCPU]
+				return q.String()
+			}
+			if !schedulerPreempts {
+				eventually.True(h.t, "the resize allocated and the big pod Failed", func() bool {
+					return allocatedCPU() == "1" && h.phase("big") == v1.PodFailed
+				})
+				if st, _ := h.core.Status().GetPodStatus("big"); st.Reason != "Preempting" {
+					t.Errorf("preempted pod's status: %q %q", st.Reason, st.Message)
+				}
+				return
+			}
+			eventually.True(h.t, "the resize deferred", func() bool {
+				st, _ := h.core.Status().GetPodStatus("crit")
+				c := podspec.FindCondition(st.Conditions, v1.PodResizePending)
+				return c != nil && c.Reason == v1.PodReasonDeferred
+			})
+			if got := allocatedCPU(); got != "500m" {
+				t.Errorf("allocated cpu %s, want 500m: a deferred resize allocates nothing", got)
+			}
+			if h.phase("big") != v1.PodRunning {
+				t.Errorf("the big pod was stopped: %s", h.phase("big"))
+			}
+		})
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/pod/allocation"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
@@ -47,7 +48,14 @@ func (e *Engine) allocatedPod(ctx context.Context, pod *v1.Pod) *v1.Pod {
 	allocated := e.allocation.Allocated(pod)
 	var d allocation.Decision
 	if allocated != pod {
-		d = allocation.Decide(pod, allocated, e.allocatedPods(e.activePods(pod.UID)), e.core.Node())
+		d = allocation.Decide(pod, allocated, e.allocatedPods(e.activePods(pod.UID)), e.core.Node(),
+			e.features.Enabled(features.InPlacePodVerticalScalingSchedulerPreemption))
+		if d.Allocate && len(d.Preempt) > 0 {
+			// A critical pod's resize makes room as its admission would.
+			if res := e.preempt(ctx, pod, d.Preempt); !res.Admit {
+				d = allocation.Decision{PendingReason: v1.PodReasonDeferred, PendingMessage: res.Message}
+			}
+		}
 	}
 	e.resizes.mu.Lock()
 	defer e.resizes.mu.Unlock()

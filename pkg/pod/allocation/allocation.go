@@ -160,12 +160,21 @@ type Decision struct {
 	// resize waits; empty when nothing is pending.
 	PendingReason  string
 	PendingMessage string
+	// Preempt, on an allocated resize of a critical pod, are the
+	// shortages other pods must be preempted to cover (as at admission:
+	// admission.Preemption chooses them); the allocation stands only if
+	// they can be.
+	Preempt []admission.Shortage
 }
 
 // Decide looks at a pod whose spec may ask for other resources than its
 // allocation: allocated is the pod with its allocation, others the other
 // active pods with theirs, node the Node admission decides against.
-func Decide(desired, allocated *v1.Pod, others []*v1.Pod, node *v1.Node) Decision {
+// A critical pod's resize that needs room is allocated with the shortages
+// to preempt, as upstream does, unless schedulerPreempts (the gate
+// InPlacePodVerticalScalingSchedulerPreemption: the scheduler owns
+// preemption for resizes), when it is deferred like any other.
+func Decide(desired, allocated *v1.Pod, others []*v1.Pod, node *v1.Node, schedulerPreempts bool) Decision {
 	if equality.Semantic.DeepEqual(fromPod(desired), fromPod(allocated)) {
 		return Decision{}
 	}
@@ -184,10 +193,11 @@ func Decide(desired, allocated *v1.Pod, others []*v1.Pod, node *v1.Node) Decisio
 	if cpuReq, cpuCap := req.Cpu().MilliValue(), alloc.Cpu().MilliValue(); cpuReq > cpuCap {
 		return Decision{PendingReason: v1.PodReasonInfeasible, PendingMessage: fmt.Sprintf("Node didn't have enough capacity: cpu, requested: %d, capacity: %d", cpuReq, cpuCap)}
 	}
-	if res := admission.Admit(desired, node, others); !res.Admit {
+	res := admission.Admit(desired, node, others)
+	if !res.Admit || (len(res.Preempt) > 0 && schedulerPreempts) {
 		return Decision{PendingReason: v1.PodReasonDeferred, PendingMessage: res.Message}
 	}
-	return Decision{Allocate: true}
+	return Decision{Allocate: true, Preempt: res.Preempt}
 }
 
 // Allocate records the desired pod's resources as its allocation.

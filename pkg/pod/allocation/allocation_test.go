@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 func pod(uid, cpu, mem string) *v1.Pod {
@@ -42,11 +43,31 @@ func TestDecide(t *testing.T) {
 		{"not beside the others now", pod("a", "1500m", "1Gi"), pod("a", "500m", "1Gi"), false, v1.PodReasonDeferred, "Node didn't have enough resource: cpu"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := Decide(tc.desired, tc.allocated, []*v1.Pod{other}, n)
-			if d.Allocate != tc.allocate || d.PendingReason != tc.reason || !strings.Contains(d.PendingMessage, tc.match) {
+			d := Decide(tc.desired, tc.allocated, []*v1.Pod{other}, n, false)
+			if d.Allocate != tc.allocate || d.PendingReason != tc.reason || !strings.Contains(d.PendingMessage, tc.match) || d.Preempt != nil {
 				t.Errorf("got %+v", d)
 			}
 		})
+	}
+
+	// A critical pod's resize that needs room is allocated with what to
+	// preempt, as its admission would be; with the scheduler owning
+	// preemption for resizes, it is deferred like any other.
+	critical := func(p *v1.Pod) *v1.Pod {
+		p.Spec.Priority = ptr.To[int32](2000000000)
+		return p
+	}
+	desired, allocated := critical(pod("a", "1500m", "1Gi")), critical(pod("a", "500m", "1Gi"))
+	d := Decide(desired, allocated, []*v1.Pod{other}, n, false)
+	if !d.Allocate || d.PendingReason != "" || len(d.Preempt) != 1 || d.Preempt[0].Resource != v1.ResourceCPU || d.Preempt[0].Amount != 500 {
+		t.Errorf("critical resize needing 500m more: got %+v, want allocated, preempting cpu 500m", d)
+	}
+	d = Decide(desired, allocated, []*v1.Pod{other}, n, true)
+	if d.Allocate || d.PendingReason != v1.PodReasonDeferred || !strings.Contains(d.PendingMessage, "Node didn't have enough resource: cpu") || d.Preempt != nil {
+		t.Errorf("critical resize with InPlacePodVerticalScalingSchedulerPreemption: got %+v, want Deferred", d)
+	}
+	if d := Decide(critical(pod("a", "1", "1Gi")), allocated, []*v1.Pod{other}, n, false); !d.Allocate || d.Preempt != nil {
+		t.Errorf("critical resize that fits: got %+v, want allocated, preempting nothing", d)
 	}
 }
 
