@@ -239,7 +239,9 @@ part by hand; re-run `+"`make bench`"+` instead.
   by `+"`hack/images.sh bench`"+`, so no pulls). Before each kubelet starts, every CRI pod is removed
   and the Node object is deleted, so each run registers a fresh node on an empty runtime. The whole
   benchmark holds `+"`/run/gokubelet/cluster.lock`"+`.
-- Rounds alternate: ours, upstream, ours relist-only, floor, ours, … Both kubelets run at `+"`-v=%d`"+`
+- Rounds alternate: ours, upstream, ours relist-only, floor in odd rounds; upstream, ours, ours
+  relist-only, floor in even ones, so that neither kubelet always runs first after the floor's
+  clear. Both kubelets run at `+"`-v=%d`"+`
   with their default API QPS (50/100) and their own --root-dir, podLogsDir and healthz port.
   Both serve the kubelet API with the cluster's kubelet serving certificate, x509-only
   authentication (webhook and anonymous off) and authorization `+"`AlwaysAllow`"+`. The upstream
