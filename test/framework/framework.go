@@ -273,14 +273,30 @@ func LogOnFailure(t *testing.T, what, log string) {
 	name := strings.NewReplacer("/", "_", " ", "_").Replace(t.Name() + "-" + what)
 	dir := filepath.Join(RepoRoot(), "_output", "test-logs")
 	path := filepath.Join(dir, name+".log")
-	if err := os.MkdirAll(dir, 0o755); err == nil {
-		err = os.WriteFile(path, []byte(log), 0o644)
+	err := os.MkdirAll(dir, 0o755)
+	if err == nil {
+		// A test with two processes of the same kind (two nodes) keeps
+		// both logs: the second gets its own file, never the first's.
+		var f *os.File
+		for i := 2; ; i++ {
+			f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if !os.IsExist(err) || i > 99 {
+				break
+			}
+			path = filepath.Join(dir, fmt.Sprintf("%s-%d.log", name, i))
+		}
 		if err == nil {
-			t.Logf("%s log (%d lines): %s", what, strings.Count(log, "\n"), path)
-			return
+			_, err = f.WriteString(log)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
 		}
 	}
-	t.Logf("%s log (could not be written to %s), its last 100 lines:\n%s", what, path, Tail(log, 100))
+	if err == nil {
+		t.Logf("%s log (%d lines): %s", what, strings.Count(log, "\n"), path)
+		return
+	}
+	t.Logf("%s log (could not be written to %s: %v), its last 100 lines:\n%s", what, path, err, Tail(log, 100))
 }
 
 // Kubelet is a kubelet process under test.
