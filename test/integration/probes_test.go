@@ -98,6 +98,12 @@ func describeOrMissing(p *v1.Pod, ok bool) string {
 
 func TestLivenessProbeFailureRestartsContainer(t *testing.T) {
 	n := startNode(t)
+	// The HTTP pod's startup probe holds its liveness probe back until the
+	// server listens, and its liveness probe allows a slow answer. Without
+	// them, on a loaded machine a server slow to listen can fail the
+	// liveness probe with "connection refused" (or a timeout) at each
+	// start, and the restarts the test waits for never show the 500 it
+	// asserts (a CI run on containerd 1.6 failed that way).
 	n.writeManifest("exec-live.yaml", manifest("exec-live", `  containers:
   - name: main
     image: gokubelet.local/testimage:1.0
@@ -113,11 +119,18 @@ func TestLivenessProbeFailureRestartsContainer(t *testing.T) {
     image: gokubelet.local/testimage:1.0
     imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "touch /tmp/unhealthy; exec /testserver --http-port=8080"]
+    startupProbe:
+      httpGet:
+        path: /status/200
+        port: 8080
+      periodSeconds: 1
+      failureThreshold: 60
     livenessProbe:
       httpGet:
         path: /healthz
         port: 8080
       periodSeconds: 1
+      timeoutSeconds: 5
       failureThreshold: 1
 `))
 	for _, name := range []string{"exec-live", "http-live"} {
