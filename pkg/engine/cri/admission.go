@@ -62,6 +62,11 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 	if admitted, decided := e.admission.get(p.UID); decided {
 		return admitted
 	}
+	e.allocMu.Lock()
+	defer e.allocMu.Unlock()
+	if admitted, decided := e.admission.get(p.UID); decided {
+		return admitted
+	}
 	if _, running := e.workers.Get(p.UID); running {
 		// Already running (e.g. adopted after a restart): keep it.
 		e.admission.set(p.UID, true)

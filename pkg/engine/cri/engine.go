@@ -121,11 +121,17 @@ type Engine struct {
 	cgroups PodCgroups
 
 	allocation *allocation.Manager
-	resizes    resizeState
-	workers    *podworkers.Workers
-	pleg       *pleg.PLEG
-	clock      Clock
-	hostIPs    []string
+	// allocMu makes each allocation decision, a new pod's admission or a
+	// resize's, see every other: held from reading the other pods'
+	// allocations until the decision is recorded (upstream's allocation
+	// manager has the same lock). It is taken before the pod workers' own
+	// lock and is never held while waiting for a worker.
+	allocMu sync.Mutex
+	resizes resizeState
+	workers *podworkers.Workers
+	pleg    *pleg.PLEG
+	clock   Clock
+	hostIPs []string
 
 	updates        <-chan podconfig.PodUpdate
 	sources        []string

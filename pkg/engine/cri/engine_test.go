@@ -476,3 +476,63 @@ func TestCriticalPodPreempts(t *testing.T) {
 		t.Errorf("kubelet_preemptions{cpu} grew by %v in all, want 1", d)
 	}
 }
+
+// Concurrent resizes, and a new pod's admission beside them, never
+// allocate more than the node has: each decision sees the others'
+// allocations (one allocation lock, as upstream). Eight pods of 200m on
+// 2 CPUs resize to 400m at once while a ninth pod of 300m arrives; 400m
+// is free, so at most two resizes fit, or one and the new pod.
+func TestConcurrentResizesNeverOvercommit(t *testing.T) {
+	for round := range 10 {
+		h := newHarness(t)
+		var pods []*v1.Pod
+		for i := range 8 {
+			pods = append(pods, apiPod(testPod(fmt.Sprintf("p%d-%d", round, i), fmt.Sprintf("p%d", i), "200m")))
+		}
+		h.send(podconfig.ADD, pods...)
+		eventually.True(h.t, "all pods Running", func() bool {
+			for _, p := range pods {
+				if h.phase(p.UID) != v1.PodRunning {
+					return false
+				}
+			}
+			return true
+		})
+		var resized []*v1.Pod
+		for _, p := range pods {
+			r := p.DeepCopy()
+			r.Spec.Containers[0].Resources.Requests[v1.ResourceCPU] = resource.MustParse("400m")
+			resized = append(resized, r)
+		}
+		late := apiPod(testPod(fmt.Sprintf("late-%d", round), "late", "300m"))
+		h.send(podconfig.UPDATE, resized...)
+		h.send(podconfig.ADD, late)
+		// Every resize decided (allocated or pending) and the late pod
+		// admitted or rejected.
+		decided := func() (milli int64, done bool) {
+			for _, p := range pods {
+				st, _ := h.core.Status().GetPodStatus(p.UID)
+				if len(st.ContainerStatuses) == 0 {
+					return 0, false
+				}
+				q := st.ContainerStatuses[0].AllocatedResources[v1.ResourceCPU]
+				if q.MilliValue() == 200 && podspec.FindCondition(st.Conditions, v1.PodResizePending) == nil {
+					return 0, false
+				}
+				milli += q.MilliValue()
+			}
+			switch h.phase(late.UID) {
+			case v1.PodRunning:
+				milli += 300
+			case v1.PodFailed:
+			default:
+				return 0, false
+			}
+			return milli, true
+		}
+		eventually.True(h.t, "every resize and the late pod decided", func() bool { _, ok := decided(); return ok })
+		if milli, _ := decided(); milli > 2000 {
+			t.Fatalf("round %d: %dm of cpu allocated on a node of 2000m", round, milli)
+		}
+	}
+}

@@ -48,6 +48,13 @@ func (e *Engine) allocatedPod(ctx context.Context, pod *v1.Pod) *v1.Pod {
 	allocated := e.allocation.Allocated(pod)
 	var d allocation.Decision
 	if allocated != pod {
+		// A resize to decide: against the others' allocations, and
+		// recorded before any other decision reads them.
+		e.allocMu.Lock()
+		defer e.allocMu.Unlock()
+		allocated = e.allocation.Allocated(pod)
+	}
+	if allocated != pod {
 		d = allocation.Decide(pod, allocated, e.allocatedPods(e.activePods(pod.UID)), e.core.Node(),
 			e.features.Enabled(features.InPlacePodVerticalScalingSchedulerPreemption))
 		if d.Allocate && len(d.Preempt) > 0 {
