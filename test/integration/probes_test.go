@@ -99,11 +99,12 @@ func describeOrMissing(p *v1.Pod, ok bool) string {
 func TestLivenessProbeFailureRestartsContainer(t *testing.T) {
 	n := startNode(t)
 	// The HTTP pod's startup probe holds its liveness probe back until the
-	// server listens, and its liveness probe allows a slow answer. Without
-	// them, on a loaded machine a server slow to listen can fail the
-	// liveness probe with "connection refused" (or a timeout) at each
-	// start, and the restarts the test waits for never show the 500 it
-	// asserts (a CI run on containerd 1.6 failed that way).
+	// server listens, and both liveness probes allow a slow answer (a
+	// timeout fails a probe with another message than the ones asserted
+	// below). Without them, on a loaded machine a server slow to listen
+	// can fail the liveness probe with "connection refused" at each start,
+	// and the restarts the test waits for never show the 500 it asserts
+	// (a CI run on containerd 1.6 failed that way).
 	n.writeManifest("exec-live.yaml", manifest("exec-live", `  containers:
   - name: main
     image: gokubelet.local/testimage:1.0
@@ -112,6 +113,7 @@ func TestLivenessProbeFailureRestartsContainer(t *testing.T) {
       exec:
         command: ["cat", "/tmp/nonexistent"]
       periodSeconds: 1
+      timeoutSeconds: 10
       failureThreshold: 2
 `))
 	n.writeManifest("http-live.yaml", manifest("http-live", `  containers:
@@ -203,7 +205,9 @@ func TestLivenessFailureUnderNeverUsesTheProbeGracePeriod(t *testing.T) {
 func TestStartupProbeDelaysReadinessAndLiveness(t *testing.T) {
 	n := startNode(t)
 	// Started after 5s. The liveness probe would fail at once before that:
-	// it must wait for the startup probe.
+	// it must wait for the startup probe. Its timeout is generous: an exec
+	// slower than the default 1s on a loaded machine is a failure, and a
+	// restart, that says nothing about the startup probe.
 	n.writeManifest("slow.yaml", manifest("slow", `  containers:
   - name: main
     image: gokubelet.local/testimage:1.0
@@ -218,6 +222,7 @@ func TestStartupProbeDelaysReadinessAndLiveness(t *testing.T) {
       exec:
         command: ["test", "-f", "/tmp/started"]
       periodSeconds: 1
+      timeoutSeconds: 10
       failureThreshold: 1
     readinessProbe:
       httpGet:
