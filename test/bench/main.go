@@ -43,6 +43,9 @@ type options struct {
 	streamN        int
 	streamEvery    time.Duration
 	settleIdle     time.Duration
+	// quietLimit bounds the wait for a quiet machine before each measured
+	// workload (quiet.go); 0 does not wait.
+	quietLimit time.Duration
 	// The CSI workload (csi.go): upstream's mock CSI driver, pods, interval.
 	csiMock  string
 	csiPods  int
@@ -124,6 +127,7 @@ func main() {
 	flag.IntVar(&o.exitPods, "exit-pods", 20, "pods in the exit workload, whose containers are killed through CRI")
 	flag.DurationVar(&o.exitEvery, "exit-every", 230*time.Millisecond, "interval of the exit workload's kills (not a divisor of the 1 s relist period: the kills land at all its phases)")
 	flag.DurationVar(&o.settleIdle, "settle", 10*time.Second, "settle time before the idle RSS with the large batch running")
+	flag.DurationVar(&o.quietLimit, "quiet", 30*time.Second, "before each measured workload, wait at most this long for a 2s window with the CPU 75% idle (0: no wait)")
 	flag.IntVar(&o.churn, "churn", 0, "run the churn workload with this many pods instead of the comparison (our kubelet only)")
 	flag.IntVar(&o.churnConcurrency, "churn-concurrency", 10, "pods alive at once in the churn workload")
 	flag.IntVar(&o.scale.pods, "scale", 0, "run the scale benchmark of virtual nodes with this many pods instead of the comparison")
@@ -182,6 +186,13 @@ func kubeletOrder(round int) []string {
 		return []string{"upstream", "ours"}
 	}
 	return []string{"ours", "upstream"}
+}
+
+// quiet waits for a quiet machine before a measured workload (quiet.go).
+func (b *bench) quiet(ctx context.Context, what string) {
+	if b.opt.quietLimit > 0 {
+		waitQuiet(ctx, what, 2*time.Second, b.opt.quietLimit)
+	}
 }
 
 func logf(format string, args ...any) {
@@ -486,6 +497,7 @@ func (b *bench) withKubelet(kind string, round int, endpoint string, body func(c
 	dir := filepath.Join(o.workDir, fmt.Sprintf("%s-r%d", kind, round))
 	unmountUnder(dir)
 	_ = os.RemoveAll(dir)
+	b.quiet(ctx, fmt.Sprintf("round %d, %s kubelet", round, kind))
 	args, healthz, err := kubeletConfig(kind, bin, dir, b.env, endpoint, o.verbosity)
 	if err != nil {
 		return err
@@ -564,7 +576,7 @@ func (b *bench) workloads(ctx context.Context, r *kubeletRun) error {
 	if err := t.waitAll(small, gone, 180*time.Second); err != nil {
 		return fmt.Errorf("deleting batch %d: %w", len(small), err)
 	}
-	time.Sleep(2 * time.Second)
+	b.quiet(ctx, fmt.Sprintf("round %d, %s batch-large", round, kind))
 
 	// Batch: large, then the idle RSS with it running.
 	large := podNames("large", o.batchLarge)
@@ -614,6 +626,7 @@ func (b *bench) workloads(ctx context.Context, r *kubeletRun) error {
 	b.res.add(kind, "churn", "batch", batch)
 
 	// Steady stream.
+	b.quiet(ctx, fmt.Sprintf("round %d, %s stream", round, kind))
 	stream := podNames("stream", o.streamN)
 	ops0 = b.runtimeOps(ctx)
 	w = b.openWindow(ctx, pid)
@@ -735,6 +748,7 @@ func (b *bench) runFloorRound(kind, handler string) error {
 		if err := clearRuntime(ctx, b.rt); err != nil {
 			return err
 		}
+		b.quiet(ctx, fmt.Sprintf("%s %s", kind, c.wl))
 		lat, phases, batch, err := runFloor(ctx, b.rt, c.n, c.wl, handler, logRoot, c.every)
 		if err != nil {
 			return err

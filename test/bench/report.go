@@ -241,7 +241,10 @@ part by hand; re-run `+"`make bench`"+` instead.
   benchmark holds `+"`/run/gokubelet/cluster.lock`"+`.
 - Rounds alternate: ours, upstream, ours relist-only, floor in odd rounds; upstream, ours, ours
   relist-only, floor in even ones, so that neither kubelet always runs first after the floor's
-  clear. Both kubelets run at `+"`-v=%d`"+`
+  clear. Before each kubelet starts, and before the large batch, the stream and each floor
+  workload, the driver waits (at most 30 s, `+"`-quiet`"+`) for a 2 s window with the machine's CPU
+  at least 75%% idle, so the work the previous workload left to the runtime and the kernel is not
+  charged to the next one; the log says how long each wait took. Both kubelets run at `+"`-v=%d`"+`
   with their default API QPS (50/100) and their own --root-dir, podLogsDir and healthz port.
   Both serve the kubelet API with the cluster's kubelet serving certificate, x509-only
   authentication (webhook and anonymous off) and authorization `+"`AlwaysAllow`"+`. The upstream
