@@ -6,7 +6,8 @@
 // Sources: pods and containers from the CRI (ListPodSandboxStats, which
 // containerd 1.6 implements: pod and container CPU and memory, pod
 // network, process count, writable layer), matched with the runtime view
-// the PLEG keeps; the node from the root cgroup, /proc and statfs of the
+// the PLEG keeps, except for /metrics/resource, which reads the pod and
+// container cgroups when it can (cgroupstats.go); the node from the root cgroup, /proc and statfs of the
 // kubelet's root directory and the image filesystem the CRI names;
 // pressure stall information (PSI) of the node, pods and containers from
 // their cgroups (on a v1 hybrid host, from the cgroup2 mount's copy of the
@@ -238,9 +239,17 @@ func (p *Provider) collect(ctx context.Context, now time.Time, scope Scope) (*st
 	}
 
 	statuses := p.o.Pods()
-	sandboxStats, err := p.sandboxStats(ctx, statuses)
-	if err != nil {
-		return nil, err
+	// /metrics/resource reads the cgroups alone when it can; everything
+	// else asks the runtime (network, writable layers, process counts).
+	sandboxStats, fromCgroups := []*runtimeapi.PodSandboxStats(nil), false
+	if scope == ResourceMetrics {
+		sandboxStats, fromCgroups = p.sandboxStatsFromCgroups(statuses)
+	}
+	if !fromCgroups {
+		var err error
+		if sandboxStats, err = p.sandboxStats(ctx, statuses); err != nil {
+			return nil, err
+		}
 	}
 	byID := make(map[string]*runtimeapi.PodSandboxStats, len(sandboxStats))
 	for _, s := range sandboxStats {

@@ -148,7 +148,14 @@ func TestProviderError(t *testing.T) {
 	if _, err := f.p.Summary(context.Background(), Full); err == nil {
 		t.Fatal("a failed CRI call must fail the summary")
 	}
-	// /metrics/resource then reports the failure instead of data.
+	// /metrics/resource reads the cgroups without the runtime; when it
+	// must ask the runtime (here the pod's cgroup is gone), it reports the
+	// failure instead of data.
+	for _, c := range []string{"cpuacct", "memory"} {
+		if err := os.RemoveAll(filepath.Join(f.root, "cg", c, "kubepods/burstable/podu1")); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.rt.InjectError("ListPodSandboxStats", errors.New("runtime down"))
 	fam, err := metricstest.ScrapeHandler(handlerFor(NewResourceRegistry(f.p)), "/metrics/resource")
 	if err != nil {
@@ -194,8 +201,44 @@ func TestSummaryHandler(t *testing.T) {
 
 // TestResourceMetrics checks /metrics/resource against what metrics-server
 // reads: names, labels, values in seconds and bytes, and timestamps.
+// /metrics/resource reads the pod and container cgroups and leaves the
+// runtime alone; when a running container's cgroup cannot be read, the
+// scrape asks the runtime instead and leaves nothing out.
 func TestResourceMetrics(t *testing.T) {
-	f := newFixture(t)
+	for _, fromCgroups := range []bool{true, false} {
+		t.Run(fmt.Sprintf("fromCgroups=%v", fromCgroups), func(t *testing.T) {
+			f := newFixture(t)
+			// The pod's and the container's cgroups read otherwise than
+			// the runtime's stats.
+			pod, ctr := "/kubepods/burstable/podu1", "/kubepods/burstable/podu1/c1"
+			writeFile(t, filepath.Join(f.root, "cg/cpuacct", pod, "cpuacct.usage"), "7000000000\n")
+			writeFile(t, filepath.Join(f.root, "cg/memory", pod, "memory.usage_in_bytes"), "9000\n")
+			writeFile(t, filepath.Join(f.root, "cg/cpuacct", ctr, "cpuacct.usage"), "6000000000\n")
+			writeFile(t, filepath.Join(f.root, "cg/memory", ctr, "memory.usage_in_bytes"), "8000\n")
+			// cpu 7 s and 6 s, working set usage minus inactive_file (1024).
+			podCPU, podWS, ctrCPU, ctrWS := 7.0, 9000.0-1024, 6.0, 8000.0-1024
+			if !fromCgroups {
+				for _, c := range []string{"cpuacct", "memory"} {
+					if err := os.RemoveAll(filepath.Join(f.root, "cg", c, ctr)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				podCPU, podWS, ctrCPU, ctrWS = 3, 5<<20, 2, 4<<20
+			}
+			checkResourceMetrics(t, f, podCPU, podWS, ctrCPU, ctrWS)
+			asked := false
+			for _, c := range f.rt.GetCalls() {
+				asked = asked || c == "ListPodSandboxStats"
+			}
+			if asked == fromCgroups {
+				t.Errorf("ListPodSandboxStats called: %v, want %v", asked, !fromCgroups)
+			}
+		})
+	}
+}
+
+func checkResourceMetrics(t *testing.T, f *fixture, podCPU, podWS, ctrCPU, ctrWS float64) {
+	t.Helper()
 	rec := httptest.NewRecorder()
 	handlerFor(NewResourceRegistry(f.p)).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics/resource", nil))
 	fam, err := metricstest.Parse(rec.Body)
@@ -209,11 +252,11 @@ func TestResourceMetrics(t *testing.T) {
 		want   float64
 		stamp  bool
 	}{
-		{"container_cpu_usage_seconds_total", sel, 2, true},
-		{"container_memory_working_set_bytes", sel, 4 << 20, true},
+		{"container_cpu_usage_seconds_total", sel, ctrCPU, true},
+		{"container_memory_working_set_bytes", sel, ctrWS, true},
 		{"container_start_time_seconds", sel, float64(t0.Add(-30 * time.Second).Unix()), false},
-		{"pod_cpu_usage_seconds_total", map[string]string{"pod": "web", "namespace": "ns"}, 3, true},
-		{"pod_memory_working_set_bytes", map[string]string{"pod": "web", "namespace": "ns"}, 5 << 20, true},
+		{"pod_cpu_usage_seconds_total", map[string]string{"pod": "web", "namespace": "ns"}, podCPU, true},
+		{"pod_memory_working_set_bytes", map[string]string{"pod": "web", "namespace": "ns"}, podWS, true},
 		{"node_memory_working_set_bytes", nil, 3072, true},
 		{"node_cpu_usage_seconds_total", nil, 1, true},
 		{"resource_scrape_error", nil, 0, false},
