@@ -69,10 +69,11 @@ var processStart = time.Now()
 var _ cri.Observer = (*timeline.Tracker)(nil)
 
 // monitoringRoutes builds the stats provider and the registries (nothing
-// is collected until asked) and returns the routes serving them. podParent
-// names a pod's cgroup as the node's cgroup manager creates it.
+// is collected until asked) and returns the routes serving them. podCgroup
+// names a pod's cgroup as the node's cgroup manager creates it, and is false
+// when pods have no cgroup of their own.
 func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntime.Manager, eng *cri.Engine, tl *timeline.Tracker,
-	m machineinfo.Info, podParent func(*v1.Pod) string, systemCgroups func() map[string]string, volumes *volume.Manager) []server.Route {
+	m machineinfo.Info, podCgroup func(*v1.Pod) (string, bool), systemCgroups func() map[string]string, volumes *volume.Manager) []server.Route {
 	cfg := s.Config
 	provider := stats.New(stats.Options{
 		NodeName:   s.NodeName,
@@ -86,7 +87,7 @@ func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntim
 			if !ok {
 				return "", false
 			}
-			return podParent(p), true
+			return podCgroup(p)
 		},
 		SystemCgroups:  systemCgroups,
 		Started:        processStart,

@@ -259,6 +259,15 @@ func TestManagerV1(t *testing.T) {
 	if m.PodParent(pod) != "/gk/kubepods/burstable/podu1" {
 		t.Errorf("parent %s", m.PodParent(pod))
 	}
+	if cg, ok := m.PodCgroup(pod); cg != "/gk/kubepods/burstable/podu1" || !ok {
+		t.Errorf("pod cgroup %s %v", cg, ok)
+	}
+	// Without pod cgroups the parent is the root, which is not the pod's
+	// own: its usage is the node's.
+	flat := NewWithDriver(Config{Driver: DriverCgroupfs, Root: "/gk"}, NewCgroupfs(l))
+	if cg, ok := flat.PodCgroup(pod); ok {
+		t.Errorf("without cgroupsPerQOS the pod has its own cgroup %s", cg)
+	}
 	podCPU := filepath.Join(l.Mounts["cpu"], "gk/kubepods/burstable/podu1")
 	for file, want := range map[string]string{"cpu.shares": "102", "cpu.cfs_quota_us": "30000", "cpu.cfs_period_us": "100000"} {
 		if got := read(t, filepath.Join(podCPU, file)); got != want {

@@ -263,6 +263,14 @@ func (m *Manager) PodParent(pod *v1.Pod) string {
 	return n.Path(m.d.Name())
 }
 
+// PodCgroup is the pod's own cgroup, in the driver's spelling, and false
+// when pods have none (cgroupsPerQOS off: the parent is the node's root,
+// whose usage is not the pod's).
+func (m *Manager) PodCgroup(pod *v1.Pod) (string, bool) {
+	n, ok := m.h.Pod(pod)
+	return n.Path(m.d.Name()), ok
+}
+
 // PodExists reports whether the pod's cgroup exists (always true without
 // pod cgroups).
 func (m *Manager) PodExists(pod *v1.Pod) bool {
