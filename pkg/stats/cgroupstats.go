@@ -34,7 +34,7 @@ func (p *Provider) sandboxStatsFromCgroups(statuses []*container.PodStatus) ([]*
 			klog.V(4).InfoS("No cgroup known for a pod; resource stats from the runtime", "pod", ps.Namespace+"/"+ps.Name)
 			return nil, false
 		}
-		st, err := p.cg.Read(podCg)
+		st, err := p.cg.ReadUsage(podCg)
 		if err != nil {
 			klog.V(4).InfoS("Reading a pod's cgroup failed; resource stats from the runtime", "cgroup", podCg, "err", err)
 			return nil, false
@@ -42,7 +42,7 @@ func (p *Provider) sandboxStatsFromCgroups(statuses []*container.PodStatus) ([]*
 		linux := &runtimeapi.LinuxPodSandboxStats{Cpu: criCPUUsage(st), Memory: criMemoryUsage(st)}
 		for _, c := range ps.Running() {
 			cg := ContainerCgroup(podCg, p.o.CgroupDriver, c.ID)
-			cst, err := p.cg.Read(cg)
+			cst, err := p.cg.ReadUsage(cg)
 			if err != nil {
 				klog.V(4).InfoS("Reading a container's cgroup failed; resource stats from the runtime", "cgroup", cg, "err", err)
 				return nil, false

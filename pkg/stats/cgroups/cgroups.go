@@ -194,15 +194,28 @@ var ErrNotFound = errors.New("cgroup not found")
 // machine's memory, used for the root of a v2 hierarchy (which has no
 // memory.current) through /proc/meminfo.
 func (r *Reader) Read(cgPath string) (Stats, error) {
+	st, err := r.read(cgPath, true)
+	if err == nil {
+		st.PSI = r.ReadPSI(cgPath)
+	}
+	return st, err
+}
+
+// ReadUsage reads only what a resource scrape needs: cumulative CPU
+// usage, and memory usage, working set, RSS and page faults (three files
+// per cgroup instead of about fifteen). The other fields are zero and
+// there is no pressure.
+func (r *Reader) ReadUsage(cgPath string) (Stats, error) {
+	return r.read(cgPath, false)
+}
+
+func (r *Reader) read(cgPath string, full bool) (Stats, error) {
 	st := Stats{Time: time.Now()}
 	var err error
 	if r.h.Version == 2 {
-		err = r.readV2(cgPath, &st)
+		err = r.readV2(cgPath, &st, full)
 	} else {
-		err = r.readV1(cgPath, &st)
-	}
-	if err == nil {
-		st.PSI = r.ReadPSI(cgPath)
+		err = r.readV1(cgPath, &st, full)
 	}
 	return st, err
 }
@@ -279,7 +292,7 @@ const userHZ = 100
 // huge page-rounded number.
 const unlimitedV1 = 1 << 62
 
-func (r *Reader) readV1(cgPath string, st *Stats) error {
+func (r *Reader) readV1(cgPath string, st *Stats, full bool) error {
 	cpuacct := r.dir("cpuacct", cgPath)
 	mem := r.dir("memory", cgPath)
 	if cpuacct == "" && mem == "" {
@@ -290,11 +303,13 @@ func (r *Reader) readV1(cgPath string, st *Stats) error {
 		if usage, err := readUint(filepath.Join(cpuacct, "cpuacct.usage")); err == nil {
 			found = true
 			c := &CPU{Usage: usage}
-			if s, err := readFlat(filepath.Join(cpuacct, "cpuacct.stat")); err == nil {
-				c.User = s["user"] * (1e9 / userHZ)
-				c.System = s["system"] * (1e9 / userHZ)
+			if full {
+				if s, err := readFlat(filepath.Join(cpuacct, "cpuacct.stat")); err == nil {
+					c.User = s["user"] * (1e9 / userHZ)
+					c.System = s["system"] * (1e9 / userHZ)
+				}
 			}
-			if cpuDir := r.dir("cpu", cgPath); cpuDir != "" {
+			if cpuDir := r.dir("cpu", cgPath); full && cpuDir != "" {
 				if s, err := readFlat(filepath.Join(cpuDir, "cpu.stat")); err == nil {
 					c.Periods, c.ThrottledPeriods, c.ThrottledTime = s["nr_periods"], s["nr_throttled"], s["throttled_time"]
 				}
@@ -329,6 +344,10 @@ func (r *Reader) readV1(cgPath string, st *Stats) error {
 				m.Swap, m.HasSwap = sw, true
 			}
 			m.WorkingSet = WorkingSet(usage, m.InactiveFile)
+			st.Memory = m
+			if !full {
+				return nil
+			}
 			m.MaxUsage, _ = readUint(filepath.Join(mem, "memory.max_usage_in_bytes"))
 			m.Failcnt, _ = readUint(filepath.Join(mem, "memory.failcnt"))
 			if l, err := readUint(filepath.Join(mem, "memory.limit_in_bytes")); err == nil && l < unlimitedV1 {
@@ -340,7 +359,6 @@ func (r *Reader) readV1(cgPath string, st *Stats) error {
 			if oc, err := readFlat(filepath.Join(mem, "memory.oom_control")); err == nil {
 				m.OOMKills = oc["oom_kill"]
 			}
-			st.Memory = m
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
@@ -354,7 +372,7 @@ func (r *Reader) readV1(cgPath string, st *Stats) error {
 	return nil
 }
 
-func (r *Reader) readV2(cgPath string, st *Stats) error {
+func (r *Reader) readV2(cgPath string, st *Stats, full bool) error {
 	dir := r.dir("", cgPath)
 	if _, err := os.Stat(dir); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -365,11 +383,13 @@ func (r *Reader) readV2(cgPath string, st *Stats) error {
 	if s, err := readFlat(filepath.Join(dir, "cpu.stat")); err == nil {
 		c := &CPU{Usage: s["usage_usec"] * 1000, User: s["user_usec"] * 1000, System: s["system_usec"] * 1000,
 			Periods: s["nr_periods"], ThrottledPeriods: s["nr_throttled"], ThrottledTime: s["throttled_usec"] * 1000}
-		if b, err := os.ReadFile(filepath.Join(dir, "cpu.max")); err == nil {
-			c.Quota, c.Period = ParseCPUMax(string(b))
-		}
-		if w, err := readUint(filepath.Join(dir, "cpu.weight")); err == nil {
-			c.Shares = WeightToShares(w)
+		if full {
+			if b, err := os.ReadFile(filepath.Join(dir, "cpu.max")); err == nil {
+				c.Quota, c.Period = ParseCPUMax(string(b))
+			}
+			if w, err := readUint(filepath.Join(dir, "cpu.weight")); err == nil {
+				c.Shares = WeightToShares(w)
+			}
 		}
 		st.CPU = c
 	}
@@ -380,6 +400,10 @@ func (r *Reader) readV2(cgPath string, st *Stats) error {
 		m.ActiveFile, m.InactiveFile = ms["active_file"], ms["inactive_file"]
 		m.PageFaults, m.MajFaults = ms["pgfault"], ms["pgmajfault"]
 		m.WorkingSet = WorkingSet(usage, m.InactiveFile)
+		st.Memory = m
+		if !full {
+			return nil
+		}
 		m.MaxUsage, _ = readUint(filepath.Join(dir, "memory.peak"))
 		if sw, err := readUint(filepath.Join(dir, "memory.swap.current")); err == nil {
 			m.Swap, m.HasSwap = sw, true
@@ -393,7 +417,6 @@ func (r *Reader) readV2(cgPath string, st *Stats) error {
 		}
 		m.Reservation = readLimit(filepath.Join(dir, "memory.min"))
 		m.SwapLimit = readLimit(filepath.Join(dir, "memory.swap.max"))
-		st.Memory = m
 	} else if cgPath == "/" || cgPath == "" {
 		// The v2 root has no memory.current: use the machine's view.
 		if b, err := os.ReadFile("/proc/meminfo"); err == nil {

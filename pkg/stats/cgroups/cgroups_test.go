@@ -131,6 +131,23 @@ func TestReadV1(t *testing.T) {
 	if _, err := r.Read("/kubepods/none"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("missing cgroup: %v", err)
 	}
+	// ReadUsage: the usage figures alone, the same values.
+	u, err := r.ReadUsage(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.CPU.Usage != 5e9 || u.CPU.User != 0 || u.CPU.Shares != 0 || u.CPU.Quota != 0 {
+		t.Errorf("usage cpu = %+v", u.CPU)
+	}
+	if m := u.Memory; m.Usage != 1e6 || m.WorkingSet != 700000 || m.RSS != 600000 || m.PageFaults != 9 || m.MajFaults != 2 || m.MaxUsage != 0 || m.Failcnt != 0 || m.SwapLimit != 0 {
+		t.Errorf("usage memory = %+v", m)
+	}
+	if u.Pids != nil {
+		t.Errorf("usage read pids")
+	}
+	if _, err := r.ReadUsage("/kubepods/none"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ReadUsage of a missing cgroup: %v", err)
+	}
 }
 
 func TestReadV2(t *testing.T) {
@@ -165,6 +182,22 @@ func TestReadV2(t *testing.T) {
 	}
 	if st.Pids == nil || *st.Pids != 3 || st.PidsMax == nil || *st.PidsMax != 1024 {
 		t.Errorf("pids = %v, max %v", st.Pids, st.PidsMax)
+	}
+	u, err := r.ReadUsage(cg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.CPU.Usage != 2e6 || u.CPU.Period != 0 || u.CPU.Shares != 0 {
+		t.Errorf("usage cpu = %+v", u.CPU)
+	}
+	if m := u.Memory; m.Usage != 8192 || m.WorkingSet != 7168 || m.RSS != 4096 || m.HasSwap || m.OOMKills != 0 || m.Reservation != 0 {
+		t.Errorf("usage memory = %+v", m)
+	}
+	if u.Pids != nil {
+		t.Errorf("usage read pids")
+	}
+	if _, err := r.ReadUsage("/kubepods.slice/none"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("ReadUsage of a missing cgroup: %v", err)
 	}
 }
 
