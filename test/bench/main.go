@@ -487,6 +487,11 @@ func (b *bench) withKubelet(kind string, round int, endpoint string, body func(c
 	if err := clearRuntime(ctx, b.rt); err != nil {
 		return err
 	}
+	// The quiet wait comes before the node is deleted: with it between the
+	// deletion and the watch that times the start, the watch saw no event
+	// of the new node in any round of one run (its start-up figures were
+	// empty), for a reason not found.
+	b.quiet(ctx, fmt.Sprintf("round %d, %s kubelet", round, kind))
 	if err := b.deleteNode(ctx); err != nil {
 		return err
 	}
@@ -497,7 +502,6 @@ func (b *bench) withKubelet(kind string, round int, endpoint string, body func(c
 	dir := filepath.Join(o.workDir, fmt.Sprintf("%s-r%d", kind, round))
 	unmountUnder(dir)
 	_ = os.RemoveAll(dir)
-	b.quiet(ctx, fmt.Sprintf("round %d, %s kubelet", round, kind))
 	args, healthz, err := kubeletConfig(kind, bin, dir, b.env, endpoint, o.verbosity)
 	if err != nil {
 		return err
@@ -523,6 +527,9 @@ func (b *bench) withKubelet(kind string, round int, endpoint string, body func(c
 		return fmt.Errorf("%w\nkubelet log tail:\n%s", err, tailFile(k.logPath, 20))
 	}
 	registered, nodeReady := nodeStart.since(k.started)
+	if math.IsNaN(registered) || math.IsNaN(nodeReady) {
+		logf("round %d, %s: the node watch saw no registration or no Ready before the node was Ready; no start-up figures", round, kind)
+	}
 	b.res.add(kind, "start", "reg", registered)
 	b.res.add(kind, "start", "ready", nodeReady)
 	time.Sleep(3 * time.Second)
