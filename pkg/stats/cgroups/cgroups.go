@@ -345,31 +345,36 @@ func (r *Reader) readV1(cgPath string, st *Stats, full bool) error {
 			}
 			m.WorkingSet = WorkingSet(usage, m.InactiveFile)
 			st.Memory = m
-			if !full {
-				return nil
-			}
-			m.MaxUsage, _ = readUint(filepath.Join(mem, "memory.max_usage_in_bytes"))
-			m.Failcnt, _ = readUint(filepath.Join(mem, "memory.failcnt"))
-			if l, err := readUint(filepath.Join(mem, "memory.limit_in_bytes")); err == nil && l < unlimitedV1 {
-				m.Limit = l
-			}
-			m.EventsMax = m.Failcnt
-			m.Reservation = readLimit(filepath.Join(mem, "memory.soft_limit_in_bytes"))
-			m.SwapLimit = readLimit(filepath.Join(mem, "memory.memsw.limit_in_bytes"))
-			if oc, err := readFlat(filepath.Join(mem, "memory.oom_control")); err == nil {
-				m.OOMKills = oc["oom_kill"]
+			if full {
+				readMemoryLimitsV1(mem, m)
 			}
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
-	if pids := r.dir("pids", cgPath); pids != "" {
+	if pids := r.dir("pids", cgPath); full && pids != "" {
 		readPids(pids, st)
 	}
 	if !found {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// readMemoryLimitsV1 reads what a full v1 reading adds to the usage: peak,
+// limit hits, limits and OOM kills.
+func readMemoryLimitsV1(mem string, m *Memory) {
+	m.MaxUsage, _ = readUint(filepath.Join(mem, "memory.max_usage_in_bytes"))
+	m.Failcnt, _ = readUint(filepath.Join(mem, "memory.failcnt"))
+	if l, err := readUint(filepath.Join(mem, "memory.limit_in_bytes")); err == nil && l < unlimitedV1 {
+		m.Limit = l
+	}
+	m.EventsMax = m.Failcnt
+	m.Reservation = readLimit(filepath.Join(mem, "memory.soft_limit_in_bytes"))
+	m.SwapLimit = readLimit(filepath.Join(mem, "memory.memsw.limit_in_bytes"))
+	if oc, err := readFlat(filepath.Join(mem, "memory.oom_control")); err == nil {
+		m.OOMKills = oc["oom_kill"]
+	}
 }
 
 func (r *Reader) readV2(cgPath string, st *Stats, full bool) error {
@@ -401,22 +406,9 @@ func (r *Reader) readV2(cgPath string, st *Stats, full bool) error {
 		m.PageFaults, m.MajFaults = ms["pgfault"], ms["pgmajfault"]
 		m.WorkingSet = WorkingSet(usage, m.InactiveFile)
 		st.Memory = m
-		if !full {
-			return nil
+		if full {
+			readMemoryLimitsV2(dir, m)
 		}
-		m.MaxUsage, _ = readUint(filepath.Join(dir, "memory.peak"))
-		if sw, err := readUint(filepath.Join(dir, "memory.swap.current")); err == nil {
-			m.Swap, m.HasSwap = sw, true
-		}
-		if l, err := readUint(filepath.Join(dir, "memory.max")); err == nil {
-			m.Limit = l
-		}
-		if ev, err := readFlat(filepath.Join(dir, "memory.events")); err == nil {
-			m.OOMKills, m.Failcnt = ev["oom_kill"], ev["max"]
-			m.EventsHigh, m.EventsMax = ev["high"], ev["max"]
-		}
-		m.Reservation = readLimit(filepath.Join(dir, "memory.min"))
-		m.SwapLimit = readLimit(filepath.Join(dir, "memory.swap.max"))
 	} else if cgPath == "/" || cgPath == "" {
 		// The v2 root has no memory.current: use the machine's view.
 		if b, err := os.ReadFile("/proc/meminfo"); err == nil {
@@ -428,11 +420,31 @@ func (r *Reader) readV2(cgPath string, st *Stats, full bool) error {
 			st.Memory = m
 		}
 	}
-	readPids(dir, st)
+	if full {
+		readPids(dir, st)
+	}
 	if st.CPU == nil && st.Memory == nil {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// readMemoryLimitsV2 reads what a full v2 reading adds to the usage: peak,
+// swap, limits and memory events.
+func readMemoryLimitsV2(dir string, m *Memory) {
+	m.MaxUsage, _ = readUint(filepath.Join(dir, "memory.peak"))
+	if sw, err := readUint(filepath.Join(dir, "memory.swap.current")); err == nil {
+		m.Swap, m.HasSwap = sw, true
+	}
+	if l, err := readUint(filepath.Join(dir, "memory.max")); err == nil {
+		m.Limit = l
+	}
+	if ev, err := readFlat(filepath.Join(dir, "memory.events")); err == nil {
+		m.OOMKills, m.Failcnt = ev["oom_kill"], ev["max"]
+		m.EventsHigh, m.EventsMax = ev["high"], ev["max"]
+	}
+	m.Reservation = readLimit(filepath.Join(dir, "memory.min"))
+	m.SwapLimit = readLimit(filepath.Join(dir, "memory.swap.max"))
 }
 
 // WorkingSet is cadvisor's working set: usage less inactive file pages,
