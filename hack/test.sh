@@ -21,11 +21,15 @@
 # prints a progress line with its duration, so a newcomer sees where the time
 # goes. TEST_TIERS selects tiers (default "unit integration e2e conformance
 # node-e2e");
-# the logs of the tiers are kept in _output/test-<tier>.log.
+# the logs of the tiers are kept in _output/test-<tier>.log, the process logs
+# of failed tests in _output/test-logs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 TIERS=${TEST_TIERS:-unit integration e2e conformance node-e2e}
 mkdir -p _output
+# Process logs of failed tests (framework.LogOnFailure) are this run's only:
+# a stale file of an earlier run would push a new log to "-2".
+rm -rf _output/test-logs
 
 t0=$SECONDS
 stage_start=$SECONDS
