@@ -28,6 +28,8 @@ import (
 type nodeStartup struct {
 	mu                sync.Mutex
 	registered, ready time.Time
+	// done is closed when the watch has seen Ready or has ended.
+	done chan struct{}
 }
 
 func watchNodeStartup(ctx context.Context, cs kubernetes.Interface, name string) (*nodeStartup, error) {
@@ -35,8 +37,9 @@ func watchNodeStartup(ctx context.Context, cs kubernetes.Interface, name string)
 	if err != nil {
 		return nil, err
 	}
-	ns := &nodeStartup{}
+	ns := &nodeStartup{done: make(chan struct{})}
 	go func() {
+		defer close(ns.done)
 		defer w.Stop()
 		for ev := range w.ResultChan() {
 			now := time.Now()
@@ -68,6 +71,21 @@ func nodeReady(n *v1.Node) bool {
 		}
 	}
 	return false
+}
+
+// wait waits at most limit for the watch to see the node Ready. The driver's
+// own check that the node is Ready (a GET) can come before the watch event
+// that carries the same Ready: read at that moment, the figures were empty in
+// every round of a run where our kubelet turned Ready within ~50 ms of its
+// registration.
+func (s *nodeStartup) wait(ctx context.Context, limit time.Duration) {
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-s.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // since returns the seconds from start to the registration and to Ready

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"math"
 	"os"
 	"strings"
@@ -8,7 +9,46 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
 )
+
+// The start-up figures are read after the watch has seen the node Ready,
+// not at the moment the driver's own GET does: a node created Ready at once
+// has both figures once wait returns.
+func TestNodeStartupWaitsForTheWatch(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := fake.NewSimpleClientset()
+	start := time.Now()
+	ns, err := watchNodeStartup(ctx, cs, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}}
+	if _, err := cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ns.wait(ctx, 10*time.Second)
+	reg, ready := ns.since(start)
+	if math.IsNaN(reg) || math.IsNaN(ready) || reg > ready {
+		t.Errorf("registered %v, ready %v", reg, ready)
+	}
+	// A watch that never sees Ready (a clientset of its own: the fake
+	// ignores field selectors): wait returns at its limit.
+	other, err := watchNodeStartup(ctx, fake.NewSimpleClientset(), "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	other.wait(ctx, 200*time.Millisecond)
+	if d := time.Since(t0); d < 200*time.Millisecond || d > 5*time.Second {
+		t.Errorf("wait without Ready returned after %v", d)
+	}
+	if reg, _ := other.since(start); !math.IsNaN(reg) {
+		t.Errorf("n2 registered %v without any event", reg)
+	}
+}
 
 func TestSecondsSince(t *testing.T) {
 	start := time.Unix(100, 0)
