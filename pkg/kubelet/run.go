@@ -39,6 +39,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/pod/timeline"
 	"github.com/gokubelet/kubelet/pkg/runnable"
 	"github.com/gokubelet/kubelet/pkg/runtime/kuberuntime"
+	"github.com/gokubelet/kubelet/pkg/runtime/startgate"
 	"github.com/gokubelet/kubelet/pkg/server"
 	"github.com/gokubelet/kubelet/pkg/stats"
 	"github.com/gokubelet/kubelet/pkg/volume"
@@ -300,6 +301,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		PodSpec:         podSpec.Deps,
 		PullCredentials: podSpec.Credentials,
 		CRIObserver:     criObserver{tl, res.imagePulled},
+		StartGate:       startgate.New(startgate.DefaultSlots(), startgate.DefaultSlowAfter),
 	})
 	if err != nil {
 		return fmt.Errorf("connecting to the container runtime at %s: %w", cfg.ContainerRuntimeEndpoint, err)

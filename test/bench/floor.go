@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/gokubelet/kubelet/pkg/runtime/startgate"
 )
 
 // floorPhases is one floor pod's three CRI calls, each from its issue to its
@@ -22,12 +24,13 @@ type floorPhases struct{ sandbox, create, start time.Duration }
 
 // runFloor starts n pods straight through CRI (RunPodSandbox, CreateContainer,
 // StartContainer) with the runtime handler given ("" is the runtime's
-// default), all at once with one goroutine per pod — the same parallelism as
-// our kubelet, which runs one worker per pod with no limit. It returns each
+// default), one goroutine per pod through gate — the same parallelism as
+// our kubelet, which runs one worker per pod and gates its starts the same
+// way (a nil gate: every pod at once). It returns each
 // pod's latency (first CRI call issued to StartContainer returned), its calls,
 // and the time for the whole batch. With every > 0 the pods are started one
 // per interval instead (the steady stream).
-func runFloor(ctx context.Context, rt cri.RuntimeService, n int, tag, handler, logRoot string, every time.Duration) ([]time.Duration, []floorPhases, time.Duration, error) {
+func runFloor(ctx context.Context, rt cri.RuntimeService, gate *startgate.Gate, n int, tag, handler, logRoot string, every time.Duration) ([]time.Duration, []floorPhases, time.Duration, error) {
 	lat := make([]time.Duration, n)
 	phases := make([]floorPhases, n)
 	errs := make([]error, n)
@@ -41,7 +44,10 @@ func runFloor(ctx context.Context, rt cri.RuntimeService, n int, tag, handler, l
 		go func(i int) {
 			defer wg.Done()
 			t0 := time.Now()
-			phases[i], errs[i] = floorPod(ctx, rt, fmt.Sprintf("%s-%d", tag, i), handler, logRoot)
+			// The pod's place in the gate's order: its index, as the
+			// kubelet's is its creation.
+			key := startgate.Key{Created: start.Add(time.Duration(i))}
+			phases[i], errs[i] = floorPod(ctx, rt, gate, key, fmt.Sprintf("%s-%d", tag, i), handler, logRoot)
 			lat[i] = time.Since(t0)
 		}(i)
 	}
@@ -55,7 +61,7 @@ func runFloor(ctx context.Context, rt cri.RuntimeService, n int, tag, handler, l
 	return lat, phases, batch, nil
 }
 
-func floorPod(ctx context.Context, rt cri.RuntimeService, name, handler, logRoot string) (floorPhases, error) {
+func floorPod(ctx context.Context, rt cri.RuntimeService, gate *startgate.Gate, key startgate.Key, name, handler, logRoot string) (floorPhases, error) {
 	var ph floorPhases
 	uid := fmt.Sprintf("floor-%s-%d", name, time.Now().UnixNano())
 	logDir := filepath.Join(logRoot, uid)
@@ -75,9 +81,14 @@ func floorPod(ctx context.Context, rt cri.RuntimeService, name, handler, logRoot
 			},
 		},
 	}
+	release, err := gate.Acquire(ctx, key)
+	if err != nil {
+		return ph, err
+	}
 	t := time.Now()
 	sb, err := rt.RunPodSandbox(ctx, sbCfg, handler)
 	ph.sandbox = time.Since(t)
+	release()
 	if err != nil {
 		return ph, fmt.Errorf("RunPodSandbox %s: %w", name, err)
 	}
@@ -88,6 +99,10 @@ func floorPod(ctx context.Context, rt cri.RuntimeService, name, handler, logRoot
 		LogPath:  "c/0.log",
 		Linux:    &runtimeapi.LinuxContainerConfig{},
 	}
+	if release, err = gate.Acquire(ctx, key); err != nil {
+		return ph, err
+	}
+	defer release()
 	t = time.Now()
 	id, err := rt.CreateContainer(ctx, sb, cCfg, sbCfg)
 	ph.create = time.Since(t)
@@ -97,6 +112,7 @@ func floorPod(ctx context.Context, rt cri.RuntimeService, name, handler, logRoot
 	t = time.Now()
 	err = rt.StartContainer(ctx, id)
 	ph.start = time.Since(t)
+	release()
 	if err != nil {
 		return ph, fmt.Errorf("StartContainer %s: %w", name, err)
 	}
@@ -154,7 +170,7 @@ func probeCrun(ctx context.Context, rt cri.RuntimeService, handler, logRoot stri
 		version = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
 	}
 	defer os.RemoveAll(logRoot)
-	_, err := floorPod(ctx, rt, "crun-probe", handler, logRoot)
+	_, err := floorPod(ctx, rt, nil, startgate.Key{}, "crun-probe", handler, logRoot)
 	if cerr := clearRuntime(ctx, rt); err == nil && cerr != nil {
 		err = cerr
 	}

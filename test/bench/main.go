@@ -26,6 +26,7 @@ import (
 	remote "k8s.io/cri-client/pkg"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/pkg/runtime/startgate"
 	"github.com/gokubelet/kubelet/test/framework"
 )
 
@@ -43,6 +44,11 @@ type options struct {
 	streamN        int
 	streamEvery    time.Duration
 	settleIdle     time.Duration
+	// floorSlots is the floor's start gate: the kubelet's limit
+	// (startgate.DefaultSlots) by default, 0 for none; floorOnly runs the
+	// floor alone (an experiment: no kubelet, no report).
+	floorSlots int
+	floorOnly  bool
 	// quietLimit bounds the wait for a quiet machine before each measured
 	// workload (quiet.go); 0 does not wait.
 	quietLimit time.Duration
@@ -128,6 +134,8 @@ func main() {
 	flag.DurationVar(&o.exitEvery, "exit-every", 230*time.Millisecond, "interval of the exit workload's kills (not a divisor of the 1 s relist period: the kills land at all its phases)")
 	flag.DurationVar(&o.settleIdle, "settle", 10*time.Second, "settle time before the idle RSS with the large batch running")
 	flag.DurationVar(&o.quietLimit, "quiet", 30*time.Second, "before each measured workload, wait at most this long for a 2s window with the CPU 75% idle (0: no wait)")
+	flag.IntVar(&o.floorSlots, "floor-slots", startgate.DefaultSlots(), "the floor's start gate: at most this many sandbox or container starts at once, oldest pod first, as our kubelet (0: every pod at once)")
+	flag.BoolVar(&o.floorOnly, "floor-only", false, "run the floor alone for -rounds rounds and log its figures (an experiment; no kubelet, no report)")
 	flag.IntVar(&o.churn, "churn", 0, "run the churn workload with this many pods instead of the comparison (our kubelet only)")
 	flag.IntVar(&o.churnConcurrency, "churn-concurrency", 10, "pods alive at once in the churn workload")
 	flag.IntVar(&o.scale.pods, "scale", 0, "run the scale benchmark of virtual nodes with this many pods instead of the comparison")
@@ -268,6 +276,9 @@ func run(o options) error {
 		return err
 	}
 	defer proxy.Stop()
+	if o.floorOnly {
+		return b.floorOnly()
+	}
 	start := time.Now()
 	for r := 1; r <= o.rounds; r++ {
 		for _, kind := range kubeletOrder(r) {
@@ -755,7 +766,7 @@ func (b *bench) runFloorRound(kind, handler string) error {
 			return err
 		}
 		b.quiet(ctx, fmt.Sprintf("%s %s", kind, c.wl))
-		lat, phases, batch, err := runFloor(ctx, b.rt, c.n, c.wl, handler, logRoot, c.every)
+		lat, phases, batch, err := runFloor(ctx, b.rt, startgate.New(b.opt.floorSlots, startgate.DefaultSlowAfter), c.n, c.wl, handler, logRoot, c.every)
 		if err != nil {
 			return err
 		}
@@ -775,6 +786,24 @@ func (b *bench) runFloorRound(kind, handler string) error {
 		b.res.add(kind, c.wl, "cri_container", Median(Seconds(ctr)))
 	}
 	return clearRuntime(ctx, b.rt)
+}
+
+// floorOnly runs the floor alone, -rounds times, and logs each workload's
+// median figures.
+func (b *bench) floorOnly() error {
+	for r := 1; r <= b.opt.rounds; r++ {
+		if err := b.runFloorRound("floor", ""); err != nil {
+			return err
+		}
+	}
+	for _, wl := range []string{"batch-small", "batch-large", "stream"} {
+		var parts []string
+		for _, f := range []string{"p50", "p90", "batch", "cri_sandbox", "cri_container"} {
+			parts = append(parts, fmt.Sprintf("%s %.2f", f, Median(b.res["floor"][wl][f])))
+		}
+		logf("floor, %d slots, %s: %s", b.opt.floorSlots, wl, strings.Join(parts, ", "))
+	}
+	return nil
 }
 
 type machine struct {

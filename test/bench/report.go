@@ -292,9 +292,12 @@ part by hand; re-run `+"`make bench`"+` instead.
   group) over the workload's window, divided by its pods. Node-status and lease heartbeats inside
   the window are included.
 - Floor: the same batches (and the same stream) straight through CRI with cri-client —
-  RunPodSandbox, CreateContainer, StartContainer per pod, one goroutine per pod and no bound,
-  which is the parallelism of our kubelet (one pod worker per pod, no limit). Latency: first CRI
-  call issued to StartContainer returned. Each call is timed too. When Debian's crun is installed,
+  RunPodSandbox, CreateContainer, StartContainer per pod, one goroutine per pod, through the
+  start gate our kubelet uses (pkg/runtime/startgate: at most `+"`-floor-slots`"+` sandbox or
+  container starts at once, oldest pod first, a call slower than 5 s no longer counting; the
+  default is our kubelet's limit, 4 per CPU), so that the floor runs at our kubelet's
+  parallelism. Latency: first CRI call issued (the wait for the gate included) to StartContainer
+  returned. Each call is timed too, without the wait. When Debian's crun is installed,
   one pod with the runtime handler crun (hack/containerd.sh configures it: the same shim, crun as
   its binary) is tried first; if it starts, each round runs the floor once more with crun.
 - Relist-only: in each round, after the two kubelets, our kubelet runs again (a fresh node, as

@@ -273,14 +273,24 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, s ContainerTo
 		step.Err, step.Reason, step.Message = err, ReasonCreateContainerConfigError, err.Error()
 		return step
 	}
+	// One slot of the start gate for the create and the start.
+	release, err := m.opts.StartGate.Acquire(ctx, startKey(pod))
+	if err != nil {
+		err = fmt.Errorf("waiting for the runtime to take the container: %w", err)
+		step.Err, step.Reason, step.Message = err, ReasonCreateContainerError, err.Error()
+		return step
+	}
 	id, err := m.runtime.CreateContainer(ctx, sandboxID, cfg, sandbox)
 	if err != nil {
+		release()
 		m.opts.Recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %v", err)
 		step.Err, step.Reason, step.Message = err, ReasonCreateContainerError, err.Error()
 		return step
 	}
 	m.opts.Recorder.Eventf(ref, v1.EventTypeNormal, EventCreated, "Created container: %s", c.Name)
-	if err := m.runtime.StartContainer(ctx, id); err != nil {
+	err = m.runtime.StartContainer(ctx, id)
+	release()
+	if err != nil {
 		m.opts.Recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %v", err)
 		step.Err, step.Reason, step.Message = err, ReasonRunContainerError, err.Error()
 		return step

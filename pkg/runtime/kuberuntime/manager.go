@@ -23,6 +23,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
 	"github.com/gokubelet/kubelet/pkg/runtime/instrumented"
+	"github.com/gokubelet/kubelet/pkg/runtime/startgate"
 )
 
 // Cgroup drivers.
@@ -140,6 +141,11 @@ type Options struct {
 	// environments, DNS, security contexts, hooks and RuntimeClasses need
 	// from outside the runtime. All optional.
 	PodSpec PodSpecDeps
+
+	// StartGate, when set, bounds the sandboxes and containers the
+	// runtime is asked to start at once, oldest pod first (package
+	// startgate). Nil asks for every start at once.
+	StartGate *startgate.Gate
 
 	// CRIObserver, when set, hears about the CRI calls of pod starts (the
 	// pod startup timeline). Every CRI call is counted in the runtime

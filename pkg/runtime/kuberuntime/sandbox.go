@@ -12,6 +12,7 @@ import (
 
 	"github.com/gokubelet/kubelet/pkg/pod/dns"
 	"github.com/gokubelet/kubelet/pkg/pod/securitycontext"
+	"github.com/gokubelet/kubelet/pkg/runtime/startgate"
 )
 
 // PodLogDir is the directory of a pod's container logs:
@@ -160,7 +161,12 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		return "", nil, nil, sandboxConfigError{errors.New(msg)}
 	}
 	m.reportDNSWarnings(ctx, pod, warns)
+	release, err := m.opts.StartGate.Acquire(ctx, startKey(pod))
+	if err != nil {
+		return "", cfg, nil, fmt.Errorf("waiting for the runtime to take the sandbox: %w", err)
+	}
 	id, err := m.runtime.RunPodSandbox(ctx, cfg, handler)
+	release()
 	if err != nil {
 		return "", cfg, nil, err
 	}
@@ -174,4 +180,9 @@ func (m *Manager) createSandbox(ctx context.Context, pod *v1.Pod, attempt uint32
 		}
 	}
 	return id, cfg, ips, nil
+}
+
+// startKey is a pod's place in the start gate's order.
+func startKey(pod *v1.Pod) startgate.Key {
+	return startgate.Key{Created: pod.CreationTimestamp.Time, UID: pod.UID}
 }
