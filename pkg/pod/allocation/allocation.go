@@ -95,7 +95,7 @@ func fromPod(pod *v1.Pod) map[string]v1.ResourceRequirements {
 // Admitted records an admitted pod's resources as its allocation, unless
 // it already has one (a restarted kubelet keeps what it allocated).
 func (m *Manager) Admitted(pod *v1.Pod) error {
-	if _, ok := m.allocated.Pod(pod.UID); ok {
+	if m.allocated.Has(pod.UID) {
 		return nil
 	}
 	return m.allocated.SetPod(pod.UID, fromPod(pod))
@@ -104,11 +104,16 @@ func (m *Manager) Admitted(pod *v1.Pod) error {
 // Allocated returns the pod with its allocated resources in place of the
 // spec's (pod itself when they agree or nothing was allocated).
 func (m *Manager) Allocated(pod *v1.Pod) *v1.Pod {
-	alloc, ok := m.allocated.Pod(pod.UID)
-	if !ok {
+	var out *v1.Pod
+	m.allocated.read(pod.UID, func(alloc map[string]v1.ResourceRequirements) {
+		// The store's own map, read under its lock: WithResources copies
+		// what it takes from it and leaves it untouched.
+		out = WithResources(pod, alloc)
+	})
+	if out == nil {
 		return pod
 	}
-	return WithResources(pod, alloc)
+	return out
 }
 
 // WithResources returns pod with the given resources for the named

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -19,6 +20,10 @@ type Store struct {
 	path string
 	mu   sync.RWMutex
 	pods map[types.UID]map[string]v1.ResourceRequirements
+	// encoded is each pod's member of the file, as JSON: a change
+	// encodes the pod it changed, not every pod of the node again.
+	encoded map[types.UID][]byte
+	dirMade bool
 }
 
 // checkpoint is the file's format.
@@ -30,7 +35,7 @@ type checkpoint struct {
 // unreadable checkpoint is an error: silently forgetting allocations would
 // restart resized containers with their old resources.
 func OpenStore(path string) (*Store, error) {
-	s := &Store{path: path, pods: map[types.UID]map[string]v1.ResourceRequirements{}}
+	s := &Store{path: path, pods: map[types.UID]map[string]v1.ResourceRequirements{}, encoded: map[types.UID][]byte{}}
 	if path == "" {
 		return s, nil
 	}
@@ -59,19 +64,22 @@ func (s *Store) Get(uid types.UID, name string) (v1.ResourceRequirements, bool) 
 	return r, ok
 }
 
-// Pod returns a copy of the pod's resources by container name.
-func (s *Store) Pod(uid types.UID) (map[string]v1.ResourceRequirements, bool) {
+// Has reports whether the pod has resources recorded.
+func (s *Store) Has(uid types.UID) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	p, ok := s.pods[uid]
-	if !ok {
-		return nil, false
+	_, ok := s.pods[uid]
+	return ok
+}
+
+// read calls f with the pod's resources under the read lock, when it has
+// any; f must not keep or change them.
+func (s *Store) read(uid types.UID, f func(map[string]v1.ResourceRequirements)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if p, ok := s.pods[uid]; ok {
+		f(p)
 	}
-	out := make(map[string]v1.ResourceRequirements, len(p))
-	for k, v := range p {
-		out[k] = *v.DeepCopy()
-	}
-	return out, true
 }
 
 // SetPod replaces the pod's resources.
@@ -82,7 +90,7 @@ func (s *Store) SetPod(uid types.UID, rs map[string]v1.ResourceRequirements) err
 		return nil
 	}
 	s.pods[uid] = rs
-	return s.saveLocked()
+	return s.saveLocked(uid)
 }
 
 // Set records one container's resources.
@@ -96,7 +104,7 @@ func (s *Store) Set(uid types.UID, name string, r v1.ResourceRequirements) error
 		s.pods[uid] = map[string]v1.ResourceRequirements{}
 	}
 	s.pods[uid][name] = *r.DeepCopy()
-	return s.saveLocked()
+	return s.saveLocked(uid)
 }
 
 // RemoveOrphans forgets the pods keep does not claim.
@@ -107,6 +115,7 @@ func (s *Store) RemoveOrphans(keep func(types.UID) bool) error {
 	for uid := range s.pods {
 		if !keep(uid) {
 			delete(s.pods, uid)
+			delete(s.encoded, uid)
 			changed = true
 		}
 	}
@@ -116,20 +125,62 @@ func (s *Store) RemoveOrphans(keep func(types.UID) bool) error {
 	return s.saveLocked()
 }
 
-func (s *Store) saveLocked() error {
+// saveLocked writes the checkpoint, encoding again only the changed pods.
+func (s *Store) saveLocked(changed ...types.UID) error {
 	if s.path == "" {
 		return nil
 	}
-	b, err := json.Marshal(checkpoint{Pods: s.pods})
+	for _, uid := range changed {
+		delete(s.encoded, uid)
+	}
+	b, err := s.encodeLocked()
 	if err != nil {
 		return err
 	}
-	tmp := s.path + ".tmp"
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o750); err != nil {
-		return err
+	if !s.dirMade {
+		if err := os.MkdirAll(filepath.Dir(s.path), 0o750); err != nil {
+			return err
+		}
+		s.dirMade = true
 	}
+	tmp := s.path + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp, s.path)
+}
+
+// encodeLocked is the checkpoint's bytes: what json.Marshal makes of
+// checkpoint{Pods: s.pods} (keys sorted), assembled from each pod's
+// member ("uid":{...}), which is encoded once per change of the pod.
+func (s *Store) encodeLocked() ([]byte, error) {
+	uids := make([]string, 0, len(s.pods))
+	size := len(`{"pods":{}}`)
+	for uid, rs := range s.pods {
+		member, ok := s.encoded[uid]
+		if !ok {
+			key, err := json.Marshal(string(uid))
+			if err != nil {
+				return nil, err
+			}
+			value, err := json.Marshal(rs)
+			if err != nil {
+				return nil, err
+			}
+			member = append(append(key, ':'), value...)
+			s.encoded[uid] = member
+		}
+		uids = append(uids, string(uid))
+		size += len(member) + 1
+	}
+	sort.Strings(uids)
+	b := make([]byte, 0, size)
+	b = append(b, `{"pods":{`...)
+	for i, uid := range uids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, s.encoded[types.UID(uid)]...)
+	}
+	return append(b, `}}`...), nil
 }
