@@ -73,7 +73,7 @@ func (e *Engine) admit(ctx context.Context, p *v1.Pod) bool {
 		e.admitted(ctx, p)
 		return true
 	}
-	if st, ok := e.core.Status().GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
+	if phase, ok := e.core.Status().Phase(p.UID); ok && podstatus.IsTerminal(phase) {
 		return false
 	}
 	if podstatus.IsTerminal(p.Status.Phase) {
@@ -145,7 +145,7 @@ func (e *Engine) activePods(except types.UID) []*v1.Pod {
 		if info, ok := e.workers.Get(p.UID); ok && info.State == podworkers.Terminated {
 			continue
 		}
-		if st, ok := e.core.Status().GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
+		if phase, ok := e.core.Status().Phase(p.UID); ok && podstatus.IsTerminal(phase) {
 			continue
 		}
 		out = append(out, p)
@@ -197,7 +197,7 @@ func (e *Engine) UnfinishedPods() []*v1.Pod {
 		if info, ok := e.workers.Get(p.UID); ok && info.State == podworkers.Terminated {
 			continue
 		}
-		if st, ok := e.core.Status().GetPodStatus(p.UID); ok && podstatus.IsTerminal(st.Phase) {
+		if phase, ok := e.core.Status().Phase(p.UID); ok && podstatus.IsTerminal(phase) {
 			continue
 		}
 		out = append(out, p)

@@ -109,7 +109,7 @@ func (e *Engine) PodGCState(uid types.UID) (gone, terminated bool) {
 	if working && info.State == podworkers.Terminated {
 		return false, true
 	}
-	if st, ok := e.core.Status().GetPodStatus(uid); ok && podstatus.IsTerminal(st.Phase) {
+	if phase, ok := e.core.Status().Phase(uid); ok && podstatus.IsTerminal(phase) {
 		return false, true
 	}
 	return false, false

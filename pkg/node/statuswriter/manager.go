@@ -98,6 +98,20 @@ type entry struct {
 	// took it (zero: nothing unwritten), for
 	// kubelet_pod_status_sync_duration_seconds.
 	changedAt time.Time
+	// gen counts the changes of status.
+	gen uint64
+	// inSync is what the last reconcile found in sync with the API (the
+	// zero value: nothing), so the next one compares again only when the
+	// API object, our status or the pod's termination changed since.
+	inSync reconciled
+}
+
+// reconciled names one comparison of the reconcile: the API object's
+// resourceVersion, our status's generation and whether the pod finished.
+type reconciled struct {
+	rv       string
+	gen      uint64
+	finished bool
 }
 
 // NewManager returns a manager; call Run to start writing.
@@ -194,6 +208,9 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 	shallow.ManagedFields = nil
 	e.pod = shallow.DeepCopy()
 	e.status = st
+	if changed {
+		e.gen++
+	}
 	if changed && m.queue != nil && e.changedAt.IsZero() {
 		e.changedAt = m.now()
 	}
@@ -204,6 +221,17 @@ func (m *Manager) SetPodStatus(pod *v1.Pod, st v1.PodStatus) {
 	if enqueue && m.queue != nil {
 		m.queue.Add(pod.UID)
 	}
+}
+
+// Phase returns the cached phase of the pod, without copying its status.
+func (m *Manager) Phase(uid types.UID) (v1.PodPhase, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.pods[uid]
+	if !ok {
+		return "", false
+	}
+	return e.status.Phase, true
 }
 
 // GetPodStatus returns a copy of the cached status of the pod.

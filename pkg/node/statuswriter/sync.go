@@ -92,10 +92,18 @@ func (m *Manager) Reconcile() {
 			m.mu.Unlock()
 			continue
 		}
-		api := tgt.Pod.Status.DeepCopy()
-		normalize(api)
-		want := forAPI(api, &e.status, finished)
-		differs := !inSync(api, want)
+		now := reconciled{rv: tgt.Pod.ResourceVersion, gen: e.gen, finished: finished}
+		differs := false
+		if now.rv == "" || now != e.inSync {
+			api := tgt.Pod.Status.DeepCopy()
+			normalize(api)
+			want := forAPI(api, &e.status, finished)
+			differs = !inSync(api, want)
+			e.inSync = reconciled{}
+			if !differs {
+				e.inSync = now
+			}
+		}
 		if differs {
 			// The API changed behind our back, or a write was lost: patch
 			// from what the API shows, not from what we wrote.

@@ -414,3 +414,35 @@ func TestStartWritesAndStops(t *testing.T) {
 		t.Fatal("Start did not return after its context ended")
 	}
 }
+
+// The reconcile remembers what it found in sync (the API object's
+// resourceVersion, our status's generation), and compares again as soon as
+// either moves: a foreign write with a new resourceVersion is repaired
+// after any number of in-sync passes.
+func TestReconcileComparesAgainWhenTheAPIObjectMoves(t *testing.T) {
+	pod := testPod("u1", "p", v1.RestartPolicyAlways)
+	pod.ResourceVersion = "1"
+	c, r, m := setup(t, pod)
+	r.set(func(r *fakeResolver) { r.targets["u1"] = types.NamespacedName{Namespace: "ns", Name: "p"} })
+	m.SetPodStatus(pod, statusOf(v1.PodRunning, v1.ConditionTrue))
+	holds(t, m, "patch", func() bool { return len(actionsOf(c, "patch")) == 1 })
+	for range 3 {
+		m.Reconcile()
+		drain(t, m)
+	}
+	if n := len(actionsOf(c, "patch")); n != 1 {
+		t.Fatalf("reconciles of an in-sync pod patched: %d", n)
+	}
+	obj, _ := c.Tracker().Get(podsGVR, "ns", "p")
+	changed := obj.(*v1.Pod).DeepCopy()
+	changed.Status.Phase = v1.PodPending
+	changed.ResourceVersion = "7"
+	if err := c.Tracker().Update(podsGVR, changed, "ns"); err != nil {
+		t.Fatal(err)
+	}
+	m.Reconcile()
+	holds(t, m, "repair", func() bool {
+		got, _ := c.Tracker().Get(podsGVR, "ns", "p")
+		return got.(*v1.Pod).Status.Phase == v1.PodRunning
+	})
+}
