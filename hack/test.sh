@@ -111,7 +111,7 @@ if wants unit; then
   stage "unit tests (go vet, layout check, packages; the runtime manager against containerd)"
   go vet ./...
   go run ./hack/tools/layout -check
-  tier unit $(go list ./... | grep -v /test/) ./test/bench ./test/conformance/...
+  tier unit $(go list ./... | grep -v /test/) ./test/bench ./test/conformance/... ./test/framework
 fi
 if wants integration; then
   stage "integration tests on $ctrd_name (the kubelet binary against containerd)"

@@ -239,6 +239,20 @@ authorization:
 	return nil
 }
 
+// parallelOnSharedKubelet makes t one of the tests that run side by side,
+// after every sequential test of the tier, on the shared kubelet, which it
+// pins (framework.Kubelet.Pin: a restart by any of them fails). It is for
+// tests that mostly wait on the cluster (a certificate's lifetime,
+// metrics-server's scrapes, a second control plane) and never restart the
+// kubelet. It returns the node's name.
+func parallelOnSharedKubelet(t *testing.T) string {
+	t.Helper()
+	t.Parallel()
+	name := node(t)
+	kubelet.Pin(t)
+	return name
+}
+
 // node starts the shared kubelet on first use and waits for the Node to be
 // Ready.
 func node(t *testing.T) string {

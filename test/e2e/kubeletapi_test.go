@@ -250,7 +250,9 @@ func approved(r *certificatesv1.CertificateSigningRequest) bool {
 }
 
 func TestClientCertificateRotationKeepsPodsRunning(t *testing.T) {
-	name := node(t)
+	// Minutes of waiting for the certificate's lifetime, beside the other
+	// waiting tests.
+	name := parallelOnSharedKubelet(t)
 	ns := namespace(t)
 	ctx := context.Background()
 	createPod(t, ns, testPod("steady"))

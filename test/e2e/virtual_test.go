@@ -215,7 +215,9 @@ func targetNamespaceCleanup(t *testing.T, c kubernetes.Interface, ns string) {
 // deleted from the origin; a mock that fails creates shows it on the
 // pod; removing a node from the file removes only that node.
 func TestVirtualNodes(t *testing.T) {
-	real := node(t)
+	// Mostly waits for metrics-server's scrapes, beside the other waiting
+	// tests.
+	real := parallelOnSharedKubelet(t)
 	ctx := context.Background()
 
 	t.Run("ThreeNodesReady", func(t *testing.T) {
@@ -595,7 +597,8 @@ func vnClient(t *testing.T, kubeconfig string) kubernetes.Interface {
 // there (on a mock virtual node of that cluster, run by a second kubelet
 // process with no real node), status comes back, deletion cleans up.
 func TestVirtualNodeOnSecondControlPlane(t *testing.T) {
-	node(t)
+	// Its own control plane and kubelet; beside the other waiting tests.
+	parallelOnSharedKubelet(t)
 	ctx := context.Background()
 	dir2 := "/var/lib/gokubelet/cluster2"
 	env2 := []string{

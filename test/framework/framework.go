@@ -309,6 +309,37 @@ type Kubelet struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	log    syncBuffer
+	// pins counts the tests that run beside others on this kubelet (Pin):
+	// while any does, it may not be started or stopped.
+	pins []string
+}
+
+// Pin keeps the kubelet as it runs for the rest of t: t runs in parallel
+// with other tests that use it, so a Start, Stop or signal from anyone
+// until t ends is a test bug, and fails.
+func (k *Kubelet) Pin(t *testing.T) {
+	t.Helper()
+	k.mu.Lock()
+	k.pins = append(k.pins, t.Name())
+	k.mu.Unlock()
+	t.Cleanup(func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		for i, n := range k.pins {
+			if n == t.Name() {
+				k.pins = append(k.pins[:i], k.pins[i+1:]...)
+				break
+			}
+		}
+	})
+}
+
+// pinnedLocked is the error of a start or stop while tests pin the kubelet.
+func (k *Kubelet) pinnedLocked(what string) error {
+	if len(k.pins) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s the shared kubelet while %v run beside other tests on it (Kubelet.Pin)", what, k.pins)
 }
 
 type syncBuffer struct {
@@ -335,6 +366,10 @@ func (k *Kubelet) Log() string { return k.log.String() }
 func (k *Kubelet) Start(t *testing.T) {
 	t.Helper()
 	k.mu.Lock()
+	if err := k.pinnedLocked("starting"); err != nil {
+		k.mu.Unlock()
+		t.Fatal(err)
+	}
 	cmd := exec.Command(k.Bin, k.Args...)
 	cmd.Stdout, cmd.Stderr = &k.log, &k.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -375,6 +410,10 @@ func (k *Kubelet) Kill9(t *testing.T) {
 // Signal sends sig and waits for the exit (SIGKILL after 30s).
 func (k *Kubelet) Signal(sig syscall.Signal) error {
 	k.mu.Lock()
+	if err := k.pinnedLocked("signalling (" + sig.String() + ")"); err != nil {
+		k.mu.Unlock()
+		return err
+	}
 	cmd, exited := k.cmd, k.exited
 	k.cmd = nil
 	k.mu.Unlock()
