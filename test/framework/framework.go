@@ -309,8 +309,8 @@ type Kubelet struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	log    syncBuffer
-	// pins counts the tests that run beside others on this kubelet (Pin):
-	// while any does, it may not be started or stopped.
+	// pins names the tests that run beside others on this kubelet (Pin):
+	// while there is any, it may not be started or stopped.
 	pins []string
 }
 
