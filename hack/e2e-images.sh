@@ -38,6 +38,9 @@ NONEWPRIVS_TAG=1.4
 NGINX_TAG=1.27.0-2     # Nginx: nginx:1.27-alpine
 NGINX_NEW_TAG=1.28.0-2 # NginxNew: nginx:1.28-alpine
 GLIBC_DNS_TAG=2.1.1    # GlibcDnsTesting: debian:bookworm-slim with dnsutils
+# The node e2e suite's device plugin specs run the tag its DaemonSet manifest
+# names (test/e2e/testing-manifests/sample-device-plugin), not manifest.go's.
+SAMPLE_DP_TAG=1.8.0
 # name:tag of each image the conformance specs use.
 IMAGES=(
   "$E2E/agnhost:$AGNHOST_TAG"
@@ -50,6 +53,7 @@ IMAGES=(
   "$E2E/nginx:$NGINX_TAG"
   "$E2E/nginx:$NGINX_NEW_TAG"
   "$E2E/glibc-dns-testing:$GLIBC_DNS_TAG"
+  "$E2E/sample-device-plugin:$SAMPLE_DP_TAG"
 )
 if [ "${1:-}" = --list ]; then
   printf '%s\n' "${IMAGES[@]}"
@@ -92,7 +96,7 @@ dpkg -x "$(ls "$debs"/busybox_*.deb | tail -n 1)" "$BUSYBOX_ROOT"
 BUSYBOX=$BUSYBOX_ROOT/bin/busybox
 [ -x "$BUSYBOX" ] || gk_die "no bin/busybox in $(ls "$debs"/busybox_*.deb)"
 
-"$GK_REPO_ROOT/hack/build-upstream.sh" agnhost nonewprivs >&2
+"$GK_REPO_ROOT/hack/build-upstream.sh" agnhost nonewprivs sample-device-plugin >&2
 COREDNS_BIN=$("$GK_REPO_ROOT/hack/build-coredns.sh" --path)
 [ -x "$COREDNS_BIN" ] || "$GK_REPO_ROOT/hack/build-coredns.sh" >&2
 
@@ -102,7 +106,7 @@ stamp=$(
     (cd "$SRC" && find . -type f -print0 | sort -z | xargs -0 sha256sum)
     (cd "$GK_REPO_ROOT" && find images/pause -name '*.go' ! -name '*_test.go' -print0 | sort -z | xargs -0 sha256sum)
     go version
-    sha256sum "$BIN/agnhost" "$BIN/nonewprivs" "$COREDNS_BIN" "$debs"/*.deb
+    sha256sum "$BIN/agnhost" "$BIN/nonewprivs" "$BIN/sample-device-plugin" "$COREDNS_BIN" "$debs"/*.deb
     dpkg-query -W "${TOOL_PKGS[@]}"
     umoci --version
   } | sha256sum | cut -d' ' -f1
@@ -338,6 +342,17 @@ build_nonewprivs() {
   oci_image nonewprivs "$NONEWPRIVS_TAG" "$r" "$work/nonewprivs-$NONEWPRIVS_TAG.tar" --config.cmd nnp --config.env "$PATH_ENV"
 }
 
+# sample-device-plugin: upstream's is its base image with /sampledeviceplugin,
+# entrypoint [/sampledeviceplugin, -alsologtostderr]: the plugin advertises
+# example.com/resource (test/images/sample-device-plugin).
+build_sample_device_plugin() {
+  local r=$work/sample-device-plugin.rootfs
+  base_busybox "$r" etc-debian
+  copy_bin "$r" "$BIN/sample-device-plugin" /sampledeviceplugin
+  oci_image sample-device-plugin "$SAMPLE_DP_TAG" "$r" "$work/sample-device-plugin-$SAMPLE_DP_TAG.tar" \
+    --config.entrypoint /sampledeviceplugin --config.entrypoint -alsologtostderr --config.env "$PATH_ENV"
+}
+
 # nginx: upstream is nginx:<version>-alpine: nginx in the foreground, user
 # nginx (101), logs to stdout/stderr, the welcome page. The binary is
 # Debian's nginx package (unpacked, not installed).
@@ -394,6 +409,7 @@ build() {
   build_nginx "$NGINX_TAG" 1.27.0
   build_nginx "$NGINX_NEW_TAG" 1.28.0
   build_glibc_dns
+  build_sample_device_plugin
   echo "$stamp" >"$work/stamp"
 }
 

@@ -4,7 +4,7 @@
 # own etcd and API server in-process and starts the kubelet binary found
 # beside it itself (upstream's --k8s-bin-dir mode; no systemd here, so as a
 # child process). Called by hack/conformance.sh
-# for CONFORMANCE_SET=node-e2e and node-e2e-serial; see
+# for CONFORMANCE_SET=node-e2e, node-e2e-serial and node-e2e-groups; see
 # docs/conformance-run.md.
 #
 # Environment (as hack/conformance.sh):
@@ -15,6 +15,12 @@
 #                           [NodeConformance], one at a time (without [Flaky];
 #                           [Disruptive] here means the kubelet or runtime is
 #                           restarted, which the suite does itself)
+#                         node-e2e-groups: the [Serial] groups beyond
+#                           [NodeConformance] that fit two cores, one at a
+#                           time: eviction, kubelet and runtime restart,
+#                           resource usage and density at 10 pods, device
+#                           plugins, the pod resources API and DRA (without
+#                           [Flaky]; the Summary API's specs are in node-e2e)
 #   CONFORMANCE_FOCUS     a regular expression narrowing the set (a trial run;
 #                         such a run writes no report)
 #   CONFORMANCE_SUBSET    FILE: run exactly the specs FILE lists (one full name a
@@ -60,7 +66,17 @@ case $SET in
     SKIP='\[Flaky\]'
     SET_DOC="upstream's node e2e suite (e2e_node.test), the [Serial] specs of [NodeConformance], one at a time"
     PROCS=${CONFORMANCE_PROCS:-1} ;;
-  *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e or node-e2e-serial, not '$SET'" ;;
+  node-e2e-groups)
+    # Matched against "E2eNode Suite <spec text>"; every spec these groups
+    # select is [Serial].
+    FOCUS='\[Feature:Eviction\]|EvictionPodLevelResources|EvictionOrderingPodLevelResources'
+    FOCUS+='|\[sig-node\] Restart Kubelet |\[sig-node\] Restart Container Runtime '
+    FOCUS+='|\[sig-node\] Resource-usage .* for (0|10) pods per node|\[sig-node\] Density .* 10 pods '
+    FOCUS+='|\[Feature:DevicePlugin\]|\[Feature:PodResourcesAPI\]|\[Feature:DynamicResourceAllocation\]'
+    SKIP='\[Flaky\]'
+    SET_DOC="upstream's node e2e suite (e2e_node.test), the [Serial] groups beyond [NodeConformance] that fit two cores (eviction, restart, resource usage and density at 10 pods, device plugins, pod resources, DRA), one at a time"
+    PROCS=${CONFORMANCE_PROCS:-1} ;;
+  *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e, node-e2e-serial or node-e2e-groups, not '$SET'" ;;
 esac
 [ -z "$TRIAL" ] || FOCUS=$TRIAL
 [ -z "$SUBSET" ] || [ -f "$SUBSET" ] || gk_die "CONFORMANCE_SUBSET: $SUBSET not found"
