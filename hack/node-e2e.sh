@@ -217,19 +217,31 @@ test_args=(
 
 # The suite runs the kubelet under systemd-run whenever that program is on
 # PATH, systemd running or not; here it is installed but systemd is not PID
-# 1, so its start fails. The suite's own branch for hosts without systemd
-# runs the kubelet as a child: give the suite a PATH whose /usr/bin (and
-# /bin, a link to it) lacks systemd-run and systemctl.
+# 1, so its start fails.
+#  - The sets that restart or reconfigure the kubelet (node-e2e-serial,
+#    node-e2e-groups) need the suite's systemd branch: it stops, restarts and
+#    finds the kubelet only through sudo and systemctl. Their PATH starts
+#    with hack/node-e2e-systemd, a stand-in for exactly those requests
+#    (its README.md says what it does and what it refuses).
+#  - The others take the suite's branch for hosts without systemd, which runs
+#    the kubelet as a child: a PATH whose /usr/bin (and /bin, a link to it)
+#    lacks systemd-run and systemctl.
 nosd=$OUT/usr-bin-without-systemd-run
+export FAKE_SYSTEMD_STATE=$OUT/fake-systemd
+rm -rf "$FAKE_SYSTEMD_STATE"
 if [ -d /run/systemd/system ]; then
   suite_path=$PATH
 else
-  rm -rf "$nosd" && mkdir -p "$nosd"
-  for f in /usr/bin/*; do
-    case ${f##*/} in systemd-run | systemctl) continue ;; esac
-    ln -s "$f" "$nosd/${f##*/}"
-  done
-  suite_path=$(tr ':' '\n' <<<"$PATH" | sed "s#^/usr/bin\$#$nosd#; s#^/bin\$#$nosd#" | paste -sd:)
+  case $SET in
+    node-e2e-serial | node-e2e-groups) suite_path=$GK_REPO_ROOT/hack/node-e2e-systemd:$PATH ;;
+    *)
+      rm -rf "$nosd" && mkdir -p "$nosd"
+      for f in /usr/bin/*; do
+        case ${f##*/} in systemd-run | systemctl) continue ;; esac
+        ln -s "$f" "$nosd/${f##*/}"
+      done
+      suite_path=$(tr ':' '\n' <<<"$PATH" | sed "s#^/usr/bin\$#$nosd#; s#^/bin\$#$nosd#" | paste -sd:) ;;
+  esac
 fi
 
 stage "running the suite, $PROCS ginkgo processes (log: $OUT/ginkgo.log)"
