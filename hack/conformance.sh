@@ -16,7 +16,8 @@
 #                           serial part
 #                         serial: the [Serial] specs of [NodeConformance] and
 #                           [Conformance] (without [Disruptive], [Flaky])
-#                         node-e2e, node-e2e-serial, node-e2e-groups: upstream's node e2e
+#                         node-e2e, node-e2e-serial, node-e2e-plugins,
+#                         node-e2e-groups: upstream's node e2e
 #                           suite, which starts the kubelet itself
 #                           (hack/node-e2e.sh)
 #   CONFORMANCE_SUBSET    FILE: run exactly the specs FILE lists (one full name a
@@ -49,7 +50,7 @@ cd "$GK_REPO_ROOT"
 
 KIND=${CONFORMANCE_KUBELET:-ours}
 SET=${CONFORMANCE_SET:-node}
-case $SET in node-e2e | node-e2e-serial | node-e2e-groups) exec hack/node-e2e.sh ;; esac
+case $SET in node-e2e | node-e2e-serial | node-e2e-plugins | node-e2e-groups) exec hack/node-e2e.sh ;; esac
 SUBSET=${CONFORMANCE_SUBSET:-}
 TIMEOUT=${CONFORMANCE_TIMEOUT:-3h}
 case $KIND in
@@ -74,7 +75,7 @@ case $SET in
     SKIP='\[Disruptive\]|\[Flaky\]'
     SET_DOC='the [Serial] specs of [NodeConformance] and [Conformance]'
     PROCS=${CONFORMANCE_PROCS:-1} ;;
-  *) gk_die "CONFORMANCE_SET must be node, full, serial, node-e2e, node-e2e-serial or node-e2e-groups, not '$SET'" ;;
+  *) gk_die "CONFORMANCE_SET must be node, full, serial, node-e2e, node-e2e-serial, node-e2e-plugins or node-e2e-groups, not '$SET'" ;;
 esac
 
 BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin

@@ -4,7 +4,8 @@
 # own etcd and API server in-process and starts the kubelet binary found
 # beside it itself (upstream's --k8s-bin-dir mode; no systemd here, so as a
 # child process). Called by hack/conformance.sh
-# for CONFORMANCE_SET=node-e2e, node-e2e-serial and node-e2e-groups; see
+# for CONFORMANCE_SET=node-e2e, node-e2e-serial, node-e2e-plugins and
+# node-e2e-groups; see
 # docs/conformance-run.md.
 #
 # Environment (as hack/conformance.sh):
@@ -15,11 +16,13 @@
 #                           [NodeConformance], one at a time (without [Flaky];
 #                           [Disruptive] here means the kubelet or runtime is
 #                           restarted, which the suite does itself)
-#                         node-e2e-groups: the [Serial] groups beyond
+#                         node-e2e-plugins: the [Serial] groups of device
+#                           plugins, the pod resources API and DRA, one at a
+#                           time (without [Flaky])
+#                         node-e2e-groups: the other [Serial] groups beyond
 #                           [NodeConformance] that fit two cores, one at a
 #                           time: eviction, kubelet and runtime restart,
-#                           resource usage and density at 10 pods, device
-#                           plugins, the pod resources API and DRA (without
+#                           resource usage and density at 10 pods (without
 #                           [Flaky]; the Summary API's specs are in node-e2e)
 #   CONFORMANCE_FOCUS     a regular expression narrowing the set (a trial run;
 #                         such a run writes no report)
@@ -66,17 +69,22 @@ case $SET in
     SKIP='\[Flaky\]'
     SET_DOC="upstream's node e2e suite (e2e_node.test), the [Serial] specs of [NodeConformance], one at a time"
     PROCS=${CONFORMANCE_PROCS:-1} ;;
+  node-e2e-plugins)
+    # Matched against "E2eNode Suite <spec text>"; every spec selected is
+    # [Serial].
+    FOCUS='\[Feature:DevicePlugin\]|\[Feature:PodResourcesAPI\]|\[Feature:DynamicResourceAllocation\]'
+    SKIP='\[Flaky\]'
+    SET_DOC="upstream's node e2e suite (e2e_node.test), the [Serial] groups of the node's plugins: device plugins, the pod resources API and DRA, one at a time"
+    PROCS=${CONFORMANCE_PROCS:-1} ;;
   node-e2e-groups)
-    # Matched against "E2eNode Suite <spec text>"; every spec these groups
-    # select is [Serial].
+    # As node-e2e-plugins.
     FOCUS='\[Feature:Eviction\]|EvictionPodLevelResources|EvictionOrderingPodLevelResources'
     FOCUS+='|\[sig-node\] Restart Kubelet |\[sig-node\] Restart Container Runtime '
     FOCUS+='|\[sig-node\] Resource-usage .* for (0|10) pods per node|\[sig-node\] Density .* 10 pods '
-    FOCUS+='|\[Feature:DevicePlugin\]|\[Feature:PodResourcesAPI\]|\[Feature:DynamicResourceAllocation\]'
     SKIP='\[Flaky\]'
-    SET_DOC="upstream's node e2e suite (e2e_node.test), the [Serial] groups beyond [NodeConformance] that fit two cores (eviction, restart, resource usage and density at 10 pods, device plugins, pod resources, DRA), one at a time"
+    SET_DOC="upstream's node e2e suite (e2e_node.test), the other [Serial] groups that fit two cores: eviction, kubelet and runtime restart, resource usage and density at 10 pods, one at a time"
     PROCS=${CONFORMANCE_PROCS:-1} ;;
-  *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e, node-e2e-serial or node-e2e-groups, not '$SET'" ;;
+  *) gk_die "hack/node-e2e.sh: CONFORMANCE_SET must be node-e2e, node-e2e-serial, node-e2e-plugins or node-e2e-groups, not '$SET'" ;;
 esac
 [ -z "$TRIAL" ] || FOCUS=$TRIAL
 [ -z "$SUBSET" ] || [ -f "$SUBSET" ] || gk_die "CONFORMANCE_SUBSET: $SUBSET not found"
@@ -219,10 +227,10 @@ test_args=(
 # PATH, systemd running or not; here it is installed but systemd is not PID
 # 1, so its start fails.
 #  - The sets that restart or reconfigure the kubelet (node-e2e-serial,
-#    node-e2e-groups) need the suite's systemd branch: it stops, restarts and
-#    finds the kubelet only through sudo and systemctl. Their PATH starts
-#    with hack/node-e2e-systemd, a stand-in for exactly those requests
-#    (its README.md says what it does and what it refuses).
+#    node-e2e-plugins, node-e2e-groups) need the suite's systemd branch: it
+#    stops, restarts and finds the kubelet only through sudo and systemctl.
+#    Their PATH starts with hack/node-e2e-systemd, a stand-in for exactly
+#    those requests (its README.md says what it does and what it refuses).
 #  - The others take the suite's branch for hosts without systemd, which runs
 #    the kubelet as a child: a PATH whose /usr/bin (and /bin, a link to it)
 #    lacks systemd-run and systemctl.
@@ -233,7 +241,7 @@ if [ -d /run/systemd/system ]; then
   suite_path=$PATH
 else
   case $SET in
-    node-e2e-serial | node-e2e-groups) suite_path=$GK_REPO_ROOT/hack/node-e2e-systemd:$PATH ;;
+    node-e2e-serial | node-e2e-plugins | node-e2e-groups) suite_path=$GK_REPO_ROOT/hack/node-e2e-systemd:$PATH ;;
     *)
       rm -rf "$nosd" && mkdir -p "$nosd"
       for f in /usr/bin/*; do

@@ -14,7 +14,7 @@ import (
 
 // setOrder is the overview's order of the known sets; any other set
 // follows, alphabetically.
-var setOrder = []string{"node", "full", "serial", "node-e2e", "node-e2e-serial", "node-e2e-groups"}
+var setOrder = []string{"node", "full", "serial", "node-e2e", "node-e2e-serial", "node-e2e-plugins", "node-e2e-groups"}
 
 // sessionGap is how far apart the two kubelets' runs of a set may start and
 // still count as one session.
