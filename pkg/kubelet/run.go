@@ -387,7 +387,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	pods := podLister{core, eng}
 	// Stats and metrics (stats.go), on both the read-only port and the
 	// kubelet API.
-	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodCgroup, res.system.Names, volumes)
+	routes := monitoringRoutes(s, core, rt, eng, tl, machine, res.cgroups.PodCgroup, res.system.Names, volumes, plugins.dra.ClaimsInUse)
 	servers, err := listen(cfg.HealthzBindAddress, deref(cfg.HealthzPort), cfg.Address, cfg.ReadOnlyPort, checks, pods, routes)
 	if err != nil {
 		return err

@@ -73,7 +73,8 @@ var _ cri.Observer = (*timeline.Tracker)(nil)
 // names a pod's cgroup as the node's cgroup manager creates it, and is false
 // when pods have no cgroup of their own.
 func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntime.Manager, eng *cri.Engine, tl *timeline.Tracker,
-	m machineinfo.Info, podCgroup func(*v1.Pod) (string, bool), systemCgroups func() map[string]string, volumes *volume.Manager) []server.Route {
+	m machineinfo.Info, podCgroup func(*v1.Pod) (string, bool), systemCgroups func() map[string]string, volumes *volume.Manager,
+	draClaims metrics.DRAClaimsSource) []server.Route {
 	cfg := s.Config
 	provider := stats.New(stats.Options{
 		NodeName:   s.NodeName,
@@ -112,7 +113,7 @@ func monitoringRoutes(s *kubeletconfig.Settings, core *node.Core, rt *kuberuntim
 		Timeline: tl,
 		Kubelet: metrics.NewKubeletRegistry(metrics.KubeletOptions{
 			NodeName: s.NodeName, CgroupVersion: provider.CgroupVersion(), Running: eng.RuntimePods, Pods: eng.PodCounts,
-			Volumes: provider.VolumeStats,
+			Volumes: provider.VolumeStats, DRAClaims: draClaims,
 		}),
 		Probes:   metrics.NewProbesRegistry(),
 		Resource: stats.NewResourceRegistry(provider),

@@ -466,6 +466,9 @@ type KubeletOptions struct {
 	// Volumes, when set, feeds kubelet_volume_stats_* at scrape time
 	// (volumes.go).
 	Volumes VolumeStatsSource
+	// DRAClaims, when set, feeds dra_resource_claims_in_use at scrape time
+	// (dra.go).
+	DRAClaims DRAClaimsSource
 }
 
 // NewKubeletRegistry returns the registry served on /metrics: the
@@ -482,6 +485,9 @@ func NewKubeletRegistry(o KubeletOptions) metrics.KubeRegistry {
 	}
 	if o.Volumes != nil {
 		r.CustomMustRegister(&volumeStatsCollector{source: o.Volumes})
+	}
+	if o.DRAClaims != nil {
+		r.CustomMustRegister(&draClaimsCollector{source: o.DRAClaims})
 	}
 	r.RawMustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if o.NodeName != "" {

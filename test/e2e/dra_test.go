@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
 	"github.com/gokubelet/kubelet/test/framework"
 )
 
@@ -111,6 +112,19 @@ func TestDRAClaims(t *testing.T) {
 		return err == nil && strings.Join(ids, ",") == wantCDI, fmt.Sprintf("%v (%v), want [%s]", ids, err, wantCDI)
 	})
 
+	// dra_resource_claims_in_use counts the prepared claim, by driver and
+	// under "<any>".
+	framework.Eventually(t, "dra_resource_claims_in_use with the claim", func() (bool, string) {
+		f, err := scrape("/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		byDriver := f.Find("dra_resource_claims_in_use", map[string]string{"driver_name": driver})
+		all := f.Find("dra_resource_claims_in_use", map[string]string{"driver_name": "<any>"})
+		return len(byDriver) == 1 && len(all) == 1 && metricstest.Value(byDriver[0]) == 1 && metricstest.Value(all[0]) == 1,
+			fmt.Sprintf("driver %v, <any> %v", byDriver, all)
+	})
+
 	// kill -9 and back: the same container, the claim still known.
 	before := p.Status.ContainerStatuses[0].ContainerID
 	oldSlices := map[string]bool{}
@@ -157,6 +171,15 @@ func TestDRAClaims(t *testing.T) {
 	framework.Eventually(t, "the claim unprepared", func() (bool, string) {
 		_, err := os.Stat(spec)
 		return errors.Is(err, os.ErrNotExist), fmt.Sprint(err)
+	})
+	framework.Eventually(t, "dra_resource_claims_in_use back to none", func() (bool, string) {
+		f, err := scrape("/metrics")
+		if err != nil {
+			return false, err.Error()
+		}
+		byDriver := f.Find("dra_resource_claims_in_use", map[string]string{"driver_name": driver})
+		all := f.Find("dra_resource_claims_in_use", map[string]string{"driver_name": "<any>"})
+		return len(byDriver) == 0 && len(all) == 1 && metricstest.Value(all[0]) == 0, fmt.Sprintf("driver %v, <any> %v", byDriver, all)
 	})
 
 	// A pod whose claim cannot be prepared waits, saying why: the driver

@@ -14,8 +14,11 @@
 //   - claim state is checkpointed in upstream's dra_manager_state under the
 //     root directory, so a restarted kubelet, or an upstream one taking the
 //     node back, unprepares what was prepared;
-//   - the ResourceSlices of a driver that has gone are deleted after
-//     upstream's wiping delay (30 s), unless it registers again;
+//   - the ResourceSlices of a driver that is not usable are deleted after
+//     upstream's wiping delay (30 s) unless it becomes usable again: a
+//     driver is usable while it is registered and its gRPC connection is
+//     up, so one that registers but never serves, or whose service goes
+//     away without unregistering, loses its slices too;
 //   - the pod-resources API reads the prepared devices.
 //
 // state.go holds the pure part.
@@ -36,6 +39,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	grpcstats "google.golang.org/grpc/stats"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,8 +59,8 @@ import (
 // PluginType is the plugins_registry type of DRA drivers.
 const PluginType = "DRAPlugin"
 
-// DefaultWipingDelay is how long the ResourceSlices of a driver that has
-// gone stay (upstream's).
+// DefaultWipingDelay is how long the ResourceSlices of a driver that is
+// not usable stay (upstream's).
 const DefaultWipingDelay = 30 * time.Second
 
 // EventFailedPrepare is the pod event of a failed preparation (upstream's
@@ -121,6 +125,46 @@ type driver struct {
 	client         drapb.DRAPluginClient
 	// stop ends its health stream.
 	stop context.CancelFunc
+	// connected: a transport to the driver is up (guarded by the
+	// manager's mu).
+	connected bool
+}
+
+// connWatch follows the transports of one driver's connection (gRPC
+// calls HandleConn as each begins and ends) and keeps the connection
+// trying: gRPC does not reconnect an idle connection by itself, and a
+// driver that restarts would go unnoticed until the next call.
+type connWatch struct {
+	m *Manager
+	d *driver
+}
+
+func (w *connWatch) TagRPC(ctx context.Context, _ *grpcstats.RPCTagInfo) context.Context { return ctx }
+func (w *connWatch) HandleRPC(context.Context, grpcstats.RPCStats)                       {}
+func (w *connWatch) TagConn(ctx context.Context, _ *grpcstats.ConnTagInfo) context.Context {
+	return ctx
+}
+
+func (w *connWatch) HandleConn(_ context.Context, st grpcstats.ConnStats) {
+	var up bool
+	switch st.(type) {
+	case *grpcstats.ConnBegin:
+		up = true
+	case *grpcstats.ConnEnd:
+		// Not from inside the handler: gRPC may hold a lock Connect takes.
+		go w.d.conn.Connect()
+	default:
+		return
+	}
+	log := w.m.logger()
+	w.m.mu.Lock()
+	defer w.m.mu.Unlock()
+	if w.d.connected == up {
+		return
+	}
+	w.d.connected = up
+	log.V(2).Info("DRA driver connection changed", "driver", w.d.name, "endpoint", w.d.endpoint, "connected", up)
+	w.m.syncWipe(w.d.name)
 }
 
 func (d *driver) close() {
@@ -158,13 +202,19 @@ func (m *Manager) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			m.mu.Lock()
+			drivers := make([]*driver, 0, len(m.drivers))
 			for _, d := range m.drivers {
-				d.close()
+				drivers = append(drivers, d)
 			}
 			for _, w := range m.wipes {
 				w.Stop()
 			}
 			m.mu.Unlock()
+			// Outside mu: closing a connection ends its transport, and
+			// the connection's watch takes mu.
+			for _, d := range drivers {
+				d.close()
+			}
 			return nil
 		case <-t.C:
 			m.reconcile(ctx)
@@ -224,41 +274,49 @@ func (m *Manager) ValidatePlugin(name, endpoint string, versions []string) error
 	return fmt.Errorf("invalid supported gRPC versions of DRA driver plugin %s at endpoint %s: none of services supported by the plugin (%q) are supported by the kubelet (%q)", name, endpoint, versions, []string{drapb.DRAPluginService})
 }
 
-// RegisterPlugin makes a driver usable (replacing an earlier registration
-// of the same name) and keeps its ResourceSlices.
+// RegisterPlugin adds a driver (replacing an earlier registration of the
+// same name). It becomes usable once its connection is up.
 func (m *Manager) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
+	d := &driver{name: name, endpoint: endpoint}
+	var hctx context.Context
+	if slices.Contains(versions, drahealthv1.DRAResourceHealthService) {
+		hctx, d.stop = context.WithCancel(m.context())
+	}
 	conn, err := grpc.NewClient("passthrough:///"+endpoint,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithAuthority("localhost"),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			return (&net.Dialer{}).DialContext(ctx, "unix", endpoint)
-		}))
+		}),
+		grpc.WithStatsHandler(&connWatch{m: m, d: d}))
 	if err != nil {
+		if d.stop != nil {
+			d.stop()
+		}
 		return fmt.Errorf("DRA driver %s at %s: %w", name, endpoint, err)
 	}
-	d := &driver{name: name, endpoint: endpoint, conn: conn, client: drapb.NewDRAPluginClient(conn)}
-	if slices.Contains(versions, drahealthv1.DRAResourceHealthService) {
-		hctx, cancel := context.WithCancel(m.context())
-		d.stop = cancel
-		go m.watchHealth(hctx, d)
-	}
+	d.conn, d.client = conn, drapb.NewDRAPluginClient(conn)
 	m.mu.Lock()
 	old := m.drivers[name]
 	m.drivers[name] = d
-	if w := m.wipes[name]; w != nil {
-		w.Stop()
-		delete(m.wipes, name)
-	}
+	m.syncWipe(name)
 	m.mu.Unlock()
 	if old != nil {
 		old.close()
+	}
+	// Connect now, not at the first call: a driver that registers but
+	// does not serve is noticed (and its slices wiped) without one.
+	conn.Connect()
+	if hctx != nil {
+		go m.watchHealth(hctx, d)
 	}
 	klog.FromContext(ctx).Info("DRA driver registered", "driver", name, "endpoint", endpoint)
 	return nil
 }
 
-// DeRegisterPlugin forgets a driver whose socket is gone, and deletes its
-// ResourceSlices on this node after the wiping delay unless it comes back.
+// DeRegisterPlugin forgets a driver whose socket is gone; its
+// ResourceSlices on this node are deleted after the wiping delay unless it
+// comes back.
 func (m *Manager) DeRegisterPlugin(ctx context.Context, name, endpoint string) {
 	m.mu.Lock()
 	d := m.drivers[name]
@@ -267,20 +325,40 @@ func (m *Manager) DeRegisterPlugin(ctx context.Context, name, endpoint string) {
 		return
 	}
 	delete(m.drivers, name)
-	d.close()
-	if w := m.wipes[name]; w != nil {
-		w.Stop()
-	}
-	m.wipes[name] = time.AfterFunc(m.opts.WipingDelay, func() { m.wipe(name) })
+	m.syncWipe(name)
 	m.mu.Unlock()
+	d.close()
 	klog.FromContext(ctx).Info("DRA driver gone; its ResourceSlices on this node are deleted unless it registers again", "driver", name, "delay", m.opts.WipingDelay)
+}
+
+// usable: the driver is registered and its connection is up. mu held.
+func (m *Manager) usable(name string) bool {
+	d := m.drivers[name]
+	return d != nil && d.connected
+}
+
+// syncWipe follows a change of a driver's registration or connection, as
+// upstream: a usable driver's pending wipe is cancelled; one that is not
+// usable gets a wipe after the wiping delay, counted from when it first
+// stopped being usable (a pending wipe keeps its time). mu held.
+func (m *Manager) syncWipe(name string) {
+	if m.usable(name) {
+		if w := m.wipes[name]; w != nil {
+			w.Stop()
+			delete(m.wipes, name)
+		}
+		return
+	}
+	if m.wipes[name] == nil {
+		m.wipes[name] = time.AfterFunc(m.opts.WipingDelay, func() { m.wipe(name) })
+	}
 }
 
 // wipe deletes the node's ResourceSlices of a driver that did not come
 // back ("": of every driver).
 func (m *Manager) wipe(name string) {
 	m.mu.Lock()
-	_, back := m.drivers[name]
+	back := name != "" && m.usable(name)
 	if name != "" {
 		delete(m.wipes, name)
 	}
@@ -307,9 +385,9 @@ func (m *Manager) wipe(name string) {
 		case <-time.After(delay):
 		}
 		m.mu.Lock()
-		_, back = m.drivers[name]
+		back = name != "" && m.usable(name)
 		m.mu.Unlock()
-		if back && name != "" {
+		if back {
 			return
 		}
 	}
@@ -633,4 +711,12 @@ func (m *Manager) DynamicResources(pod *v1.Pod, container string) []*podresource
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].ClaimName < out[j].ClaimName })
 	return out
+}
+
+// ClaimsInUse is dra_resource_claims_in_use at scrape time: the prepared
+// claims by driver name, and in all under AnyDriver.
+func (m *Manager) ClaimsInUse() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return claimsInUse(m.claims)
 }

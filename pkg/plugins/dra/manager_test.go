@@ -325,3 +325,116 @@ func TestStartWipesTheNodesSlices(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// wipes counts the DeleteCollections of drv's ResourceSlices on node n.
+func wipes(client *fake.Clientset) int {
+	n := 0
+	for _, act := range client.Actions() {
+		if dc, ok := act.(k8stesting.DeleteCollectionAction); ok && act.GetResource().Resource == "resourceslices" &&
+			dc.GetListRestrictions().Fields.String() == "spec.driver="+drv+",spec.nodeName=n" {
+			n++
+		}
+	}
+	return n
+}
+
+// serveAt serves a DRA driver on sock until the returned stop is called.
+func serveAt(t *testing.T, sock string) (stop func()) {
+	t.Helper()
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	drapb.RegisterDRAPluginServer(s, &fakeDriver{})
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+	return s.Stop
+}
+
+func waitWipes(t *testing.T, client *fake.Clientset, want int, within time.Duration, what string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for wipes(client) < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d wipes of the driver's slices after %s, want %d", what, wipes(client), within, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func waitUsable(t *testing.T, m *Manager, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		m.mu.Lock()
+		up := m.usable(drv)
+		m.mu.Unlock()
+		if up {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: its connection is not up after 5 s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A driver is usable while it is registered and its connection is up, as
+// upstream's: one that registers but never serves loses its slices after
+// the wiping delay; one that serves keeps them, loses them once its
+// service stops for longer than the delay, and keeps them when its
+// service comes back within it.
+func TestSlicesAreWipedWhileTheDriverIsUnusable(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	ctx := context.Background()
+
+	t.Run("registered, never serving", func(t *testing.T) {
+		client := fake.NewSimpleClientset()
+		m := New(Options{RootDir: t.TempDir(), NodeName: "n", Client: client, WipingDelay: delay})
+		sock := filepath.Join(t.TempDir(), "drv.sock")
+		if err := m.RegisterPlugin(ctx, drv, sock, []string{drapb.DRAPluginService}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.DeRegisterPlugin(ctx, drv, sock) })
+		if !m.Registered(drv) {
+			t.Fatal("not registered")
+		}
+		waitWipes(t, client, 1, 10*delay, "a registered driver that does not serve")
+	})
+
+	t.Run("serving, stopped, back within the delay, stopped for good", func(t *testing.T) {
+		// Long enough that the first connection is up well within it.
+		const delay = time.Second
+		client := fake.NewSimpleClientset()
+		m := New(Options{RootDir: t.TempDir(), NodeName: "n", Client: client, WipingDelay: delay})
+		sock := filepath.Join(t.TempDir(), "drv.sock")
+		stop := serveAt(t, sock)
+		if err := m.RegisterPlugin(ctx, drv, sock, []string{drapb.DRAPluginService}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.DeRegisterPlugin(ctx, drv, sock) })
+		waitUsable(t, m, "a serving driver")
+		time.Sleep(2 * delay)
+		if n := wipes(client); n != 0 {
+			t.Fatalf("a serving driver's slices were wiped %d times", n)
+		}
+
+		// Stopped and back within the delay. The connection is up again
+		// only once gRPC redials, after its first backoff (1 s give or
+		// take 20 %), which may be longer than this test's delay: only a
+		// wipe after the connection is up again would be wrong.
+		stop()
+		time.Sleep(delay / 3)
+		stop = serveAt(t, sock)
+		waitUsable(t, m, "a driver whose service restarted")
+		before := wipes(client)
+		time.Sleep(2 * delay)
+		if n := wipes(client); n != before {
+			t.Fatalf("slices wiped while the driver is usable again (%d -> %d)", before, n)
+		}
+
+		stop()
+		waitWipes(t, client, before+1, 10*delay, "a driver whose service stopped for good")
+	})
+}

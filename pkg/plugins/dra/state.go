@@ -205,3 +205,25 @@ func writeState(path string, claims map[string]*claim) error {
 	}
 	return atomicwriter.WriteFile(path, b, 0o600)
 }
+
+// AnyDriver is the driver_name of dra_resource_claims_in_use that counts
+// every claim in use, whatever its drivers (upstream's "<any>").
+const AnyDriver = "<any>"
+
+// claimsInUse counts the prepared claims by driver and, under AnyDriver,
+// in all (a claim with devices of two drivers counts once there and once
+// for each driver), as upstream's dra_resource_claims_in_use. AnyDriver
+// is always present; a driver only while it has a claim in use.
+func claimsInUse(claims map[string]*claim) map[string]int {
+	counts := map[string]int{AnyDriver: 0}
+	for _, c := range claims {
+		if !c.prepared {
+			continue
+		}
+		counts[AnyDriver]++
+		for d := range c.DriverState {
+			counts[d]++
+		}
+	}
+	return counts
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -79,5 +80,29 @@ func TestCDIDevicesForAContainer(t *testing.T) {
 	pod.Status.ResourceClaimStatuses = nil
 	if _, err := containerClaims(pod, c); err == nil {
 		t.Error("containerClaims resolved a template claim without status")
+	}
+}
+
+func TestClaimsInUse(t *testing.T) {
+	two := map[string]driverState{"a.example.com": {}, "b.example.com": {}}
+	one := map[string]driverState{"a.example.com": {}}
+	for _, c := range []struct {
+		name   string
+		claims map[string]*claim
+		want   map[string]int
+	}{
+		{"none: <any> is 0", nil, map[string]int{AnyDriver: 0}},
+		{"only prepared claims count", map[string]*claim{
+			"ns/x": {claimState: claimState{DriverState: one}, prepared: true},
+			"ns/y": {claimState: claimState{DriverState: one}, prepared: false},
+		}, map[string]int{AnyDriver: 1, "a.example.com": 1}},
+		{"a claim of two drivers counts once in all", map[string]*claim{
+			"ns/x": {claimState: claimState{DriverState: two}, prepared: true},
+			"ns/y": {claimState: claimState{DriverState: one}, prepared: true},
+		}, map[string]int{AnyDriver: 2, "a.example.com": 2, "b.example.com": 1}},
+	} {
+		if got := claimsInUse(c.claims); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
