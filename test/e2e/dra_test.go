@@ -62,6 +62,26 @@ func podDynamicResources(ns, name string) ([]string, error) {
 // restarts nothing; deleting the pod unprepares the claim (the driver
 // removes its CDI spec). The driver going: the kubelet deletes its
 // ResourceSlices after the wiping delay.
+// claimsInUse is the kubelet's dra_resource_claims_in_use for driver and
+// for "<any>", as "driver N, <any> M" ("none" for a missing series).
+func claimsInUse(driver string) string {
+	f, err := scrape("/metrics")
+	if err != nil {
+		return err.Error()
+	}
+	value := func(name string) string {
+		m := f.Find("dra_resource_claims_in_use", map[string]string{"driver_name": name})
+		switch len(m) {
+		case 0:
+			return "none"
+		case 1:
+			return fmt.Sprint(metricstest.Value(m[0]))
+		}
+		return fmt.Sprintf("%d series", len(m))
+	}
+	return fmt.Sprintf("driver %s, <any> %s", value(driver), value("<any>"))
+}
+
 func TestDRAClaims(t *testing.T) {
 	node(t)
 	ctx := context.Background()
@@ -115,14 +135,8 @@ func TestDRAClaims(t *testing.T) {
 	// dra_resource_claims_in_use counts the prepared claim, by driver and
 	// under "<any>".
 	framework.Eventually(t, "dra_resource_claims_in_use with the claim", func() (bool, string) {
-		f, err := scrape("/metrics")
-		if err != nil {
-			return false, err.Error()
-		}
-		byDriver := f.Find("dra_resource_claims_in_use", map[string]string{"driver_name": driver})
-		all := f.Find("dra_resource_claims_in_use", map[string]string{"driver_name": "<any>"})
-		return len(byDriver) == 1 && len(all) == 1 && metricstest.Value(byDriver[0]) == 1 && metricstest.Value(all[0]) == 1,
-			fmt.Sprintf("driver %v, <any> %v", byDriver, all)
+		got := claimsInUse(driver)
+		return got == "driver 1, <any> 1", got
 	})
 
 	// kill -9 and back: the same container, the claim still known.
@@ -173,13 +187,8 @@ func TestDRAClaims(t *testing.T) {
 		return errors.Is(err, os.ErrNotExist), fmt.Sprint(err)
 	})
 	framework.Eventually(t, "dra_resource_claims_in_use back to none", func() (bool, string) {
-		f, err := scrape("/metrics")
-		if err != nil {
-			return false, err.Error()
-		}
-		byDriver := f.Find("dra_resource_claims_in_use", map[string]string{"driver_name": driver})
-		all := f.Find("dra_resource_claims_in_use", map[string]string{"driver_name": "<any>"})
-		return len(byDriver) == 0 && len(all) == 1 && metricstest.Value(all[0]) == 0, fmt.Sprintf("driver %v, <any> %v", byDriver, all)
+		got := claimsInUse(driver)
+		return got == "driver none, <any> 0", got
 	})
 
 	// A pod whose claim cannot be prepared waits, saying why: the driver
