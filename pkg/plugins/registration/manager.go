@@ -332,8 +332,10 @@ func (m *Manager) register(ctx context.Context, path string) (registered, error)
 		return registered{}, err
 	}
 	if nerr := notify(ctx, client, nil); nerr != nil {
-		// Registered all the same: the plugin may learn it by calling again.
-		log.Error(nerr, "Could not tell the plugin it is registered")
+		// As upstream: a plugin that was not told it is registered is not
+		// registered; it is undone and the registration retried.
+		h.DeRegisterPlugin(ctx, info.Name, endpoint)
+		return registered{}, fmt.Errorf("telling plugin %s %q it is registered: %w", info.Type, info.Name, nerr)
 	}
 	log.Info("Plugin registered")
 	return reg, nil

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +66,8 @@ type fakePlugin struct {
 	info     *registerapi.PluginInfo
 	statuses chan *registerapi.RegistrationStatus
 	srv      *grpc.Server
+	// failNotify: NotifyRegistrationStatus answers with an error.
+	failNotify atomic.Bool
 }
 
 func (p *fakePlugin) GetInfo(context.Context, *registerapi.InfoRequest) (*registerapi.PluginInfo, error) {
@@ -73,6 +76,9 @@ func (p *fakePlugin) GetInfo(context.Context, *registerapi.InfoRequest) (*regist
 
 func (p *fakePlugin) NotifyRegistrationStatus(_ context.Context, s *registerapi.RegistrationStatus) (*registerapi.RegistrationStatusResponse, error) {
 	p.statuses <- s
+	if p.failNotify.Load() {
+		return nil, errors.New("simulated NotifyRegistrationStatus failure")
+	}
 	return &registerapi.RegistrationStatusResponse{}, nil
 }
 
@@ -245,5 +251,40 @@ func TestManagerTellsPluginsWhyNotAndRetries(t *testing.T) {
 		if strings.HasPrefix(c, "register") {
 			t.Errorf("an invalid plugin reached RegisterPlugin: %s", c)
 		}
+	}
+}
+
+// A plugin whose NotifyRegistrationStatus fails is not registered, as
+// upstream's: the handler's registration is undone, and the registration
+// is retried until the plugin takes the news.
+func TestManagerRetriesWhenThePluginIsNotToldItIsRegistered(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), DirName)
+	h := &recordingHandler{}
+	sock := filepath.Join(dir, "dra.sock")
+	p := servePlugin(t, sock, &registerapi.PluginInfo{Type: registerapi.CSIPlugin, Name: "flaky.example.com", SupportedVersions: []string{"1.0.0"}})
+	p.failNotify.Store(true)
+	m, _ := startManager(t, dir, map[string]Handler{registerapi.CSIPlugin: h})
+
+	if s := p.status(t); !s.PluginRegistered {
+		t.Fatalf("told %+v", s)
+	}
+	eventually.Seen(t, "the failed registration undone", func() (bool, string) {
+		got := h.got()
+		return len(got) >= 3 && got[2] == "deregister flaky.example.com "+sock, strings.Join(got, "\n")
+	})
+	if len(m.Plugins()) != 0 {
+		t.Errorf("listed although the plugin was never told: %v", m.Plugins())
+	}
+	p.failNotify.Store(false)
+	// Retried: told again (the retry after the failure may already be
+	// under way), until a notification goes through.
+	eventually.Seen(t, "registered once the plugin takes the news", func() (bool, string) {
+		for len(p.statuses) > 0 {
+			<-p.statuses
+		}
+		return len(m.Plugins()) == 1, fmt.Sprint(m.Plugins(), h.got())
+	})
+	if got := h.got(); got[len(got)-1] != "register flaky.example.com "+sock+" [1.0.0]" {
+		t.Errorf("the last handler call is not a registration:\n%s", strings.Join(got, "\n"))
 	}
 }
