@@ -3,7 +3,8 @@
 # a kubelet binary, as upstream gates its own kubelet: e2e_node.test runs its
 # own etcd and API server in-process and starts the kubelet binary found
 # beside it itself (upstream's --k8s-bin-dir mode; no systemd here, so as a
-# child process). Called by hack/conformance.sh
+# child process, or, for the sets that restart it, under the stand-in of
+# hack/node-e2e-systemd). Called by hack/conformance.sh
 # for CONFORMANCE_SET=node-e2e, node-e2e-serial, node-e2e-plugins and
 # node-e2e-groups; see
 # docs/conformance-run.md.
@@ -18,12 +19,13 @@
 #                           restarted, which the suite does itself)
 #                         node-e2e-plugins: the [Serial] groups of device
 #                           plugins, the pod resources API and DRA, one at a
-#                           time (without [Flaky])
+#                           time (without [Flaky] and [Feature:OffByDefault])
 #                         node-e2e-groups: the other [Serial] groups beyond
 #                           [NodeConformance] that fit two cores, one at a
 #                           time: eviction, kubelet and runtime restart,
-#                           resource usage and density at 10 pods (without
-#                           [Flaky]; the Summary API's specs are in node-e2e)
+#                           resource usage and density at 10 pods (as
+#                           node-e2e-plugins; the Summary API's specs are in
+#                           node-e2e)
 #   CONFORMANCE_FOCUS     a regular expression narrowing the set (a trial run;
 #                         such a run writes no report)
 #   CONFORMANCE_SUBSET    FILE: run exactly the specs FILE lists (one full name a
