@@ -233,10 +233,15 @@ func TestEditedManifestRecreatesPod(t *testing.T) {
 		sbs, cs := runtimePod(t, string(old.UID))
 		return len(sbs) == 0 && len(cs) == 0, fmt.Sprintf("%d sandboxes, %d containers", len(sbs), len(cs))
 	})
-	code, body := framework.HTTPGet(fmt.Sprintf("http://%s:8080/env", cur.Status.PodIP))
-	if code != 200 || !strings.Contains(body, "VERSION=2") {
-		t.Errorf("the new pod does not run the edited spec: %d %s", code, body)
-	}
+	// The pod has no readiness probe, so Ready does not mean its server
+	// listens yet; a refused connection is retried, a wrong body is not.
+	framework.Eventually(t, "the new pod serves its environment", func() (bool, string) {
+		code, body := framework.HTTPGet(fmt.Sprintf("http://%s:8080/env", cur.Status.PodIP))
+		if code == 200 && !strings.Contains(body, "VERSION=2") {
+			t.Fatalf("the new pod does not run the edited spec: %s", body)
+		}
+		return code == 200, fmt.Sprintf("%d %s", code, body)
+	})
 }
 
 func TestRemovedManifestTearsDownWithinGrace(t *testing.T) {
