@@ -15,9 +15,12 @@ import (
 	"path/filepath"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/gokubelet/kubelet/pkg/engine/cri"
 	"github.com/gokubelet/kubelet/pkg/plugins/csi"
 	"github.com/gokubelet/kubelet/pkg/plugins/devices"
 	"github.com/gokubelet/kubelet/pkg/plugins/dra"
@@ -117,6 +120,22 @@ func (p *nodePlugins) containerOptions(ctx context.Context, pod *v1.Pod, c *v1.C
 		out.Annotations = map[string]string{}
 		for _, a := range o.Annotations {
 			out.Annotations[a.Key] = a.Value
+		}
+	}
+	return out, nil
+}
+
+// runningPodUIDs are the pods the runtime runs a container of, for the
+// device manager's start (a kubelet restart against a node reboot).
+func runningPodUIDs(ctx context.Context, eng *cri.Engine) (sets.Set[types.UID], error) {
+	pods, err := eng.RunningPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := sets.New[types.UID]()
+	for _, p := range pods {
+		if len(p.Spec.Containers) > 0 {
+			out.Insert(p.UID)
 		}
 	}
 	return out, nil

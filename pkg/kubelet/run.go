@@ -13,6 +13,7 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
@@ -175,6 +176,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		devices: devices.Options{
 			ActivePods:   func() []*v1.Pod { return eng.UnfinishedPods() },
 			SourcesReady: func() bool { return seenAllSources() },
+			RunningPods:  func(ctx context.Context) (sets.Set[types.UID], error) { return runningPodUIDs(ctx, eng) },
 			Changed:      core.TriggerNodeStatus,
 			PodsChanged: func(uids []types.UID) {
 				for _, uid := range uids {

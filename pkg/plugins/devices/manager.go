@@ -83,6 +83,13 @@ type Options struct {
 	// ActivePods is complete (after a restart, until then, no assignment
 	// is freed).
 	SourcesReady func() bool
+	// RunningPods lists the pods the runtime runs a container of. The
+	// manager asks once at start, and only when the checkpoint holds
+	// assignments: such a pod keeps its devices at its first admission
+	// (a kubelet restart); one that runs nothing must find them
+	// registered and healthy (a node reboot). Nil, or an error, keeps
+	// every held assignment unchecked, as if every pod ran.
+	RunningPods func(ctx context.Context) (sets.Set[types.UID], error)
 	// Changed is told that capacity or allocatable changed (the Node's
 	// status is due).
 	Changed func()
@@ -106,6 +113,11 @@ type Manager struct {
 	gone      sets.Set[string]
 	pods      assignments
 	ctx       context.Context
+	// atStart are the pods holding devices that ran at start and have
+	// not been admitted since (see Options.RunningPods); atStartUnknown
+	// when the runtime could not tell.
+	atStart        sets.Set[string]
+	atStartUnknown bool
 
 	// allocMu serialises allocations, which call plugins outside mu.
 	allocMu sync.Mutex
@@ -149,6 +161,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return fmt.Errorf("device plugin directory: %w", err)
 	}
 	m.restore(log)
+	m.listRunning(ctx, log)
 	m.removeSockets(log)
 	l, err := net.Listen("unix", m.Socket())
 	if err != nil {
@@ -210,6 +223,44 @@ func (m *Manager) restore(log klog.Logger) {
 		m.pods.set(e.PodUID, e.ContainerName, e.ResourceName, &assignment{ids: e.DeviceIDs, resp: resp})
 	}
 	log.Info("Device assignments restored from the checkpoint", "assignments", len(entries), "resources", len(registered))
+}
+
+// listRunning records which pods holding devices the runtime runs at
+// start (see Options.RunningPods).
+func (m *Manager) listRunning(ctx context.Context, log klog.Logger) {
+	m.mu.Lock()
+	held := len(m.pods) > 0
+	m.mu.Unlock()
+	if !held {
+		return
+	}
+	if m.opts.RunningPods == nil {
+		m.mu.Lock()
+		m.atStartUnknown = true
+		m.mu.Unlock()
+		return
+	}
+	running, err := m.opts.RunningPods(ctx)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err != nil {
+		m.atStartUnknown = true
+		log.Error(err, "The runtime's running containers are unknown: every pod holding devices from before keeps them at its admission, as after a kubelet restart")
+		return
+	}
+	m.atStart = sets.New[string]()
+	for uid := range m.pods {
+		if running.Has(types.UID(uid)) {
+			m.atStart.Insert(uid)
+		}
+	}
+	log.Info("Pods holding devices from before", "running", m.atStart.Len(), "notRunning", len(m.pods)-m.atStart.Len())
+}
+
+// runningAtStart: the pod ran a container when the kubelet started and
+// has not been admitted since. Callers hold mu.
+func (m *Manager) runningAtStart(uid string) bool {
+	return m.atStartUnknown || m.atStart.Has(uid)
 }
 
 // removeSockets removes the sockets in the directory (not the checkpoint,
@@ -476,7 +527,11 @@ func (m *Manager) Admit(pod *v1.Pod) (bool, string, string) {
 	m.allocMu.Lock()
 	defer m.allocMu.Unlock()
 	m.freeInactive(log, pod.UID)
-	if err := m.allocatePod(ctx, log, pod); err != nil {
+	err := m.allocatePod(ctx, log, pod)
+	m.mu.Lock()
+	m.atStart.Delete(string(pod.UID)) // only the first admission since start
+	m.mu.Unlock()
+	if err != nil {
 		m.mu.Lock()
 		delete(m.pods, string(pod.UID))
 		m.mu.Unlock()
@@ -536,9 +591,13 @@ func (m *Manager) allocateContainer(ctx context.Context, log klog.Logger, pod *v
 		m.mu.Lock()
 		if as := m.pods.get(uid, c.Name, res); as != nil {
 			held := as.ids.IDs()
+			err := keepHeld(res, held, m.runningAtStart(uid), m.resources[res])
 			m.mu.Unlock()
 			if len(held) != needed {
 				return nil, fmt.Errorf("pod %q container %q changed request for resource %q from %d to %d", uid, c.Name, res, len(held), needed)
+			}
+			if err != nil {
+				return nil, err
 			}
 			out[res] = held
 			continue

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -118,14 +120,18 @@ type harness struct {
 	done    chan error
 }
 
-func newHarness(t *testing.T, dir string) *harness {
+func newHarness(t *testing.T, dir string, opts ...func(*Options)) *harness {
 	t.Helper()
 	h := &harness{dir: dir, clock: clocktesting.NewFakeClock(time.Unix(1000, 0)), done: make(chan error, 1)}
-	h.m = New(Options{Dir: dir, Clock: h.clock, ActivePods: func() []*v1.Pod { return h.active }, PodsChanged: func(uids []types.UID) {
+	o := Options{Dir: dir, Clock: h.clock, ActivePods: func() []*v1.Pod { return h.active }, PodsChanged: func(uids []types.UID) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.changed = append(h.changed, uids...)
-	}})
+	}}
+	for _, f := range opts {
+		f(&o)
+	}
+	h.m = New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.m.Start(ctx) }()
@@ -372,5 +378,103 @@ func TestRegistrationIsChecked(t *testing.T) {
 	}
 	if c, _ := h.m.Capacity(); len(c) != 0 {
 		t.Errorf("refused registrations left resources: %v", c)
+	}
+}
+
+// A restarted kubelet finds assignments in the checkpoint. A pod the
+// runtime still runs keeps its devices before its plugin is back (a
+// kubelet restart); a pod the runtime lost (a node reboot) is refused
+// until the plugin serves those devices healthy again.
+func TestHeldDevicesAfterRestartOrReboot(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, dir)
+	p := startFakePlugin(t, dir, "p.sock", &pluginapi.DevicePluginOptions{})
+	if err := register(h.m, res, "p.sock", pluginapi.Version); err != nil {
+		t.Fatal(err)
+	}
+	p.lists <- []*pluginapi.Device{dev("d1", pluginapi.Healthy), dev("d2", pluginapi.Healthy)}
+	h.capacityIs(t, res, 2, 2)
+	running, lost := podAsking("running", res, 1), podAsking("lost", res, 1)
+	h.active = []*v1.Pod{running, lost}
+	for _, pod := range h.active {
+		if ok, reason, msg := h.m.Admit(pod); !ok {
+			t.Fatalf("Admit(%s) refused: %s %s", pod.Name, reason, msg)
+		}
+	}
+	h.stop()
+
+	for _, tc := range []struct {
+		name        string
+		runningPods func(context.Context) (sets.Set[types.UID], error)
+		// refused are the pods refused at their admission after the start.
+		refused []string
+	}{
+		{"the runtime runs one of them", func(context.Context) (sets.Set[types.UID], error) { return sets.New[types.UID]("running"), nil }, []string{"lost"}},
+		{"the runtime cannot tell", func(context.Context) (sets.Set[types.UID], error) { return nil, errors.New("runtime down") }, nil},
+		{"no runtime lister", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := t.TempDir()
+			b, err := os.ReadFile(filepath.Join(dir, checkpoint.FileName))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, checkpoint.FileName), b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			h := newHarness(t, d, func(o *Options) { o.RunningPods = tc.runningPods })
+			h.active = []*v1.Pod{running, lost}
+			var refused []string
+			for _, pod := range h.active {
+				ok, reason, msg := h.m.Admit(pod)
+				if ok {
+					continue
+				}
+				refused = append(refused, pod.Name)
+				if reason != ReasonUnexpectedAdmissionError || !strings.Contains(msg, "no healthy devices present; cannot allocate unhealthy devices "+res) {
+					t.Errorf("Admit(%s) = %q %q", pod.Name, reason, msg)
+				}
+				if got := h.m.ContainerDevices(pod.Name, "c"); len(got) != 0 {
+					t.Errorf("refused pod %s still holds %v", pod.Name, got)
+				}
+			}
+			if !reflect.DeepEqual(refused, tc.refused) {
+				t.Fatalf("refused %v, want %v", refused, tc.refused)
+			}
+			for _, pod := range h.active {
+				if slices.Contains(refused, pod.Name) {
+					continue
+				}
+				if got := h.m.ContainerDevices(pod.Name, "c"); len(got) != 1 {
+					t.Errorf("admitted pod %s holds %v", pod.Name, got)
+				}
+			}
+		})
+	}
+
+	// The lost pod is admitted again once its plugin serves its device
+	// healthy, and refused while that device is unhealthy.
+	d := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(dir, checkpoint.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, checkpoint.FileName), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h2 := newHarness(t, d, func(o *Options) {
+		o.RunningPods = func(context.Context) (sets.Set[types.UID], error) { return sets.New[types.UID](), nil }
+	})
+	held := h2.m.ContainerDevices("lost", "c")[0].DeviceIds[0]
+	p2 := startFakePlugin(t, d, "p2.sock", &pluginapi.DevicePluginOptions{})
+	if err := register(h2.m, res, "p2.sock", pluginapi.Version); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]string{"d1": "d2", "d2": "d1"}[held]
+	p2.lists <- []*pluginapi.Device{dev(held, pluginapi.Unhealthy), dev(other, pluginapi.Healthy)}
+	h2.capacityIs(t, res, 2, 1)
+	h2.active = []*v1.Pod{lost}
+	if ok, _, msg := h2.m.Admit(lost); ok || !strings.Contains(msg, "previously allocated devices are no longer healthy") {
+		t.Fatalf("Admit(lost) with its device unhealthy = %v %q", ok, msg)
 	}
 }

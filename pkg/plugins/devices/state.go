@@ -46,6 +46,35 @@ func (r *resourceState) healthy() sets.Set[string] {
 	return out
 }
 
+// keepHeld decides whether a container keeps the devices an assignment
+// from before holds for it (upstream's devicesToAllocate on devices
+// already allocated). A pod that ran when the kubelet started, at its
+// first admission since, is a kubelet restart: it has the devices already
+// and keeps them unchecked. Otherwise (a node reboot: the runtime lost the
+// pod) the resource must be registered and hold every one of them
+// healthy, or the pod is refused.
+//
+// Upstream decides by container: a pod whose device-holding container
+// (or finished init container) was not running is refused at a kubelet
+// restart until the plugin registers again. Ours keeps such a pod, as a
+// container restart in steady state keeps its devices unchecked.
+func keepHeld(res string, held []string, runningAtStart bool, r *resourceState) error {
+	if runningAtStart {
+		return nil
+	}
+	if r == nil {
+		return fmt.Errorf("cannot allocate unregistered device %s", res)
+	}
+	healthy := r.healthy()
+	if healthy.Len() == 0 {
+		return fmt.Errorf("no healthy devices present; cannot allocate unhealthy devices %s", res)
+	}
+	if !healthy.HasAll(held...) {
+		return fmt.Errorf("previously allocated devices are no longer healthy; cannot allocate unhealthy devices %s", res)
+	}
+	return nil
+}
+
 // assignment is what one container holds of one resource.
 type assignment struct {
 	ids  checkpoint.DevicesPerNUMA

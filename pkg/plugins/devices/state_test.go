@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +181,33 @@ func TestDevicesPerNUMA(t *testing.T) {
 	got := devicesPerNUMA([]string{"a", "b", "unknown"}, known)
 	if len(got[1]) != 1 || len(got[checkpoint.NoTopology]) != 2 {
 		t.Errorf("devicesPerNUMA = %v", got)
+	}
+}
+
+func TestKeepHeld(t *testing.T) {
+	serving := &resourceState{endpoint: &endpoint{}, devices: map[string]*pluginapi.Device{
+		"a": {ID: "a", Health: pluginapi.Healthy}, "b": {ID: "b", Health: pluginapi.Unhealthy}, "c": {ID: "c", Health: pluginapi.Healthy}}}
+	fromCheckpoint := &resourceState{devices: map[string]*pluginapi.Device{}}
+	for _, tc := range []struct {
+		name           string
+		held           []string
+		runningAtStart bool
+		r              *resourceState
+		err            string
+	}{
+		{"kubelet restart, plugin not back", []string{"a"}, true, nil, ""},
+		{"kubelet restart, device unhealthy", []string{"b"}, true, serving, ""},
+		{"reboot, resource unknown", []string{"a"}, false, nil, "cannot allocate unregistered device r"},
+		{"reboot, plugin not back", []string{"a"}, false, fromCheckpoint, "no healthy devices present; cannot allocate unhealthy devices r"},
+		{"reboot, a held device unhealthy", []string{"a", "b"}, false, serving, "previously allocated devices are no longer healthy; cannot allocate unhealthy devices r"},
+		{"reboot, a held device gone", []string{"z"}, false, serving, "previously allocated devices are no longer healthy; cannot allocate unhealthy devices r"},
+		{"reboot, held devices healthy", []string{"a", "c"}, false, serving, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := keepHeld("r", tc.held, tc.runningAtStart, tc.r)
+			if got := fmt.Sprint(err); (tc.err == "" && err != nil) || (tc.err != "" && got != tc.err) {
+				t.Errorf("keepHeld = %v, want %q", err, tc.err)
+			}
+		})
 	}
 }
