@@ -184,6 +184,9 @@ func (m *Manager) Start(ctx context.Context) error {
 		if r.endpoint != nil {
 			r.endpoint.close()
 		}
+		for _, o := range r.standby {
+			o.close()
+		}
 	}
 	m.mu.Unlock()
 	if ctx.Err() != nil {
@@ -331,8 +334,9 @@ func validRegistration(resource string, versions []string) error {
 	return nil
 }
 
-// connect dials a plugin and makes it the resource's plugin, replacing
-// (and closing) the one before, whose stream then ends without effect.
+// connect dials a plugin and makes it the resource's serving plugin. One
+// registered before on the same socket is replaced (closed; its stream's
+// end then changes nothing); one on another socket stands by.
 func (m *Manager) connect(log klog.Logger, resource, socket string) error {
 	ctx := m.context()
 	e, err := dial(ctx, resource, socket)
@@ -352,13 +356,16 @@ func (m *Manager) connect(log klog.Logger, resource, socket string) error {
 		r = &resourceState{devices: map[string]*pluginapi.Device{}}
 		m.resources[resource] = r
 	}
-	old := r.endpoint
-	r.endpoint, r.stoppedAt = e, time.Time{}
+	replaced := r.add(e)
+	standby := len(r.standby)
 	m.gone.Delete(resource)
 	m.mu.Unlock()
-	if old != nil {
+	for _, old := range replaced {
 		old.close()
-		log.Info("Device plugin replaced by a new registration", "old", old.socket)
+		log.Info("Device plugin replaced by a new registration on its socket", "old", old.socket)
+	}
+	if standby > 0 {
+		log.Info("Device plugin serves a resource other plugins serve too: it takes the allocations, they stand by", "standby", standby)
 	}
 	log.Info("Device plugin registered", "socket", socket, "preStartRequired", e.options.GetPreStartRequired(), "getPreferredAllocation", e.options.GetGetPreferredAllocationAvailable())
 	go m.watch(log, e, stream)
@@ -378,7 +385,8 @@ func (m *Manager) watch(log klog.Logger, e *endpoint, stream pluginapi.DevicePlu
 	}
 }
 
-// update takes a device list from the resource's current plugin.
+// update takes a device list from one of the resource's plugins (the
+// last list of any of them is the resource's, as upstream).
 func (m *Manager) update(log klog.Logger, e *endpoint, devs []*pluginapi.Device) {
 	valid, problems := validDevices(devs)
 	if len(problems) > 0 {
@@ -391,7 +399,7 @@ func (m *Manager) update(log klog.Logger, e *endpoint, devs []*pluginapi.Device)
 	}
 	m.mu.Lock()
 	r := m.resources[e.resource]
-	if r == nil || r.endpoint != e {
+	if r == nil || !r.serves(e) {
 		m.mu.Unlock()
 		return
 	}
@@ -408,23 +416,26 @@ func (m *Manager) update(log klog.Logger, e *endpoint, devs []*pluginapi.Device)
 	m.changed()
 }
 
-// stopped handles the end of a plugin's stream: if it is still the
-// resource's plugin, its devices become unallocatable and the grace
-// period starts.
+// stopped handles the end of a plugin's stream. If another plugin of the
+// resource is left, it serves the resource from now on; if it was the
+// last, the devices become unallocatable and the grace period starts.
 func (m *Manager) stopped(log klog.Logger, e *endpoint, err error) {
 	e.close()
 	m.mu.Lock()
 	r := m.resources[e.resource]
-	current := r != nil && r.endpoint == e
-	if current {
-		r.endpoint, r.stoppedAt = nil, m.opts.Clock.Now()
+	var found, last bool
+	var now *endpoint
+	if r != nil {
+		found, last = r.remove(e, m.opts.Clock.Now())
+		now = r.endpoint
 	}
 	m.mu.Unlock()
-	if !current {
-		return
+	if !found || m.context().Err() != nil {
+		return // replaced before, or the kubelet is stopping
 	}
-	if m.context().Err() != nil {
-		return // the kubelet is stopping
+	if !last {
+		log.Info("Device plugin stopped; another plugin of its resource serves it", "stopped", e.socket, "serving", now.socket, "reason", err)
+		return
 	}
 	log.Error(err, "Device plugin's ListAndWatch ended: its devices are unallocatable now", "gracePeriod", m.opts.GracePeriod)
 	m.event(v1.EventTypeWarning, EventPluginGone, "Device plugin for %s is gone (%v); its devices are unallocatable, and its capacity drops to 0 after %s unless it registers again", e.resource, err, m.opts.GracePeriod)
@@ -450,8 +461,8 @@ func (m *Manager) DeRegisterPlugin(ctx context.Context, name, socket string) {
 	m.mu.Lock()
 	r := m.resources[name]
 	var e *endpoint
-	if r != nil && r.endpoint != nil && r.endpoint.socket == socket {
-		e = r.endpoint
+	if r != nil {
+		e = r.bySocket(socket)
 	}
 	m.mu.Unlock()
 	if e != nil {

@@ -334,26 +334,70 @@ func TestPluginFaults(t *testing.T) {
 	}
 	refused("garbage", "invalid Allocate answer")
 
-	// A second registration of the resource replaces the first, whose
-	// stream is closed.
+	p.allocate = func(r *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
+		return &pluginapi.AllocateResponse{ContainerResponses: []*pluginapi.ContainerAllocateResponse{{
+			Envs: map[string]string{"BY": "p"},
+		}}}, nil
+	}
+
+	// A second plugin of the resource, on another socket, serves it too
+	// (upstream 1.37): the first stays connected, the last list of either
+	// is the resource's, and the new one takes the allocations.
 	p2 := startFakePlugin(t, dir, "p2.sock", &pluginapi.DevicePluginOptions{})
 	if err := register(h.m, res, "p2.sock", pluginapi.Version); err != nil {
+		t.Fatal(err)
+	}
+	p2.lists <- []*pluginapi.Device{dev("x", pluginapi.Healthy)}
+	h.capacityIs(t, res, 1, 1)
+	p.lists <- []*pluginapi.Device{dev("x", pluginapi.Healthy), dev("y", pluginapi.Healthy)}
+	h.capacityIs(t, res, 2, 2)
+	p2.lists <- []*pluginapi.Device{dev("x", pluginapi.Healthy)}
+	h.capacityIs(t, res, 1, 1)
+	allocatedBy := func(name, want string) {
+		t.Helper()
+		pod := podAsking(name, res, 1)
+		h.active = []*v1.Pod{pod}
+		if ok, reason, msg := h.m.Admit(pod); !ok {
+			t.Fatalf("Admit(%s) refused: %s %s", name, reason, msg)
+		}
+		o, err := h.m.ContainerOptions(context.Background(), pod, &pod.Spec.Containers[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if by := fmt.Sprint(o.Envs); !strings.Contains(by, want) {
+			t.Errorf("%s allocated with %s, want from the plugin setting %s", name, by, want)
+		}
+	}
+	allocatedBy("second", "DEVICES x")
+
+	// The serving one goes: the first serves again, nothing changes on
+	// the Node.
+	p2.srv.Stop()
+	waitFor(t, "the first plugin serving again", func() (bool, string) {
+		h.m.mu.Lock()
+		defer h.m.mu.Unlock()
+		r := h.m.resources[res]
+		return r.endpoint != nil && r.endpoint.socket == p.socket && len(r.standby) == 0, fmt.Sprintf("%+v", r)
+	})
+	h.capacityIs(t, res, 1, 1)
+	allocatedBy("first-again", "BY p")
+
+	// The same plugin registering again on its socket replaces its
+	// connection (the old stream is closed, upstream issue 124716).
+	if err := register(h.m, res, "p.sock", pluginapi.Version); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-p.streamEnd:
 	case <-time.After(5 * time.Second):
-		t.Fatal("the replaced plugin's stream was not closed")
+		t.Fatal("the replaced connection's stream was not closed")
 	}
-	p2.lists <- []*pluginapi.Device{dev("x", pluginapi.Healthy)}
-	h.capacityIs(t, res, 1, 1)
-	// The old plugin's going changes nothing.
-	p.srv.Stop()
+	p.lists <- []*pluginapi.Device{dev("x", pluginapi.Healthy)}
 	h.capacityIs(t, res, 1, 1)
 
-	// The plugin dies: nothing allocatable, capacity kept for the grace
-	// period, then 0.
-	p2.srv.Stop()
+	// The last plugin dies: nothing allocatable, capacity kept for the
+	// grace period, then 0.
+	p.srv.Stop()
 	h.capacityIs(t, res, 1, 0)
 	refused("after", "no healthy devices present")
 	h.clock.Step(DefaultGracePeriod)

@@ -20,12 +20,17 @@ import (
 
 // resourceState is one extended resource served by a device plugin.
 type resourceState struct {
-	// devices are the plugin's devices as its last ListAndWatch answer
-	// gave them.
+	// devices are the devices as the last ListAndWatch answer of any of
+	// its plugins gave them.
 	devices map[string]*pluginapi.Device
-	// endpoint is the plugin serving the resource; nil when none does
-	// (it went away, or the resource is only known from the checkpoint).
+	// endpoint is the plugin serving the resource (the one registered
+	// last); nil when none does (it went away, or the resource is only
+	// known from the checkpoint).
 	endpoint *endpoint
+	// standby are the other plugins serving it, on other sockets, in the
+	// order they registered: upstream (1.37) lets several plugins serve
+	// one resource, and one of them takes over when the serving one goes.
+	standby []*endpoint
 	// stoppedAt is when the resource lost its plugin (zero while one
 	// serves it). After the grace period the resource is removed.
 	stoppedAt time.Time
@@ -44,6 +49,71 @@ func (r *resourceState) healthy() sets.Set[string] {
 		}
 	}
 	return out
+}
+
+// add makes e the resource's serving plugin. A plugin on the same socket
+// is replaced (returned, to be closed; its stream's end then changes
+// nothing); the serving plugin on another socket stands by.
+func (r *resourceState) add(e *endpoint) (replaced []*endpoint) {
+	kept := r.standby[:0]
+	for _, o := range r.standby {
+		if o.socket == e.socket {
+			replaced = append(replaced, o)
+		} else {
+			kept = append(kept, o)
+		}
+	}
+	r.standby = kept
+	if old := r.endpoint; old != nil {
+		if old.socket == e.socket {
+			replaced = append(replaced, old)
+		} else {
+			r.standby = append(r.standby, old)
+		}
+	}
+	r.endpoint, r.stoppedAt = e, time.Time{}
+	return replaced
+}
+
+// remove forgets a plugin that stopped. When it served the resource, the
+// plugin that registered last before it takes over, with the devices as
+// they are; with none left, the resource has no plugin from now on.
+// found tells whether e was one of the resource's plugins at all, and
+// last whether the resource lost its last one.
+func (r *resourceState) remove(e *endpoint, now time.Time) (found, last bool) {
+	for i, o := range r.standby {
+		if o == e {
+			r.standby = append(r.standby[:i:i], r.standby[i+1:]...)
+			return true, false
+		}
+	}
+	if r.endpoint != e {
+		return false, false
+	}
+	if n := len(r.standby); n > 0 {
+		r.endpoint, r.standby = r.standby[n-1], r.standby[:n-1:n-1]
+		return true, false
+	}
+	r.endpoint, r.stoppedAt = nil, now
+	return true, true
+}
+
+// serves: e is one of the resource's plugins (its lists count).
+func (r *resourceState) serves(e *endpoint) bool {
+	return r.bySocket(e.socket) == e
+}
+
+// bySocket is the resource's plugin on socket, or nil.
+func (r *resourceState) bySocket(socket string) *endpoint {
+	if r.endpoint != nil && r.endpoint.socket == socket {
+		return r.endpoint
+	}
+	for _, o := range r.standby {
+		if o.socket == socket {
+			return o
+		}
+	}
+	return nil
 }
 
 // keepHeld decides whether a container keeps the devices an assignment

@@ -211,3 +211,56 @@ func TestKeepHeld(t *testing.T) {
 		})
 	}
 }
+
+func TestSeveralPluginsOfOneResource(t *testing.T) {
+	now := time.Unix(100, 0)
+	sockets := func(r *resourceState) string {
+		out := "serving:"
+		if r.endpoint != nil {
+			out += r.endpoint.socket
+		}
+		out += " standby:"
+		for _, e := range r.standby {
+			out += e.socket + ","
+		}
+		return out
+	}
+	r := &resourceState{}
+	a, b, c, a2 := &endpoint{socket: "a"}, &endpoint{socket: "b"}, &endpoint{socket: "c"}, &endpoint{socket: "a"}
+	for _, e := range []*endpoint{a, b, c} {
+		if replaced := r.add(e); len(replaced) != 0 {
+			t.Fatalf("add(%s) replaced %v", e.socket, replaced)
+		}
+	}
+	if got := sockets(r); got != "serving:c standby:a,b," {
+		t.Fatalf("after a, b, c: %s", got)
+	}
+	// The same socket again replaces its connection, wherever it is.
+	if replaced := r.add(a2); len(replaced) != 1 || replaced[0] != a {
+		t.Fatalf("add(a again) replaced %v", replaced)
+	}
+	if got := sockets(r); got != "serving:a standby:b,c," || r.serves(a) || !r.serves(a2) {
+		t.Fatalf("after a again: %s", got)
+	}
+	// A replaced connection's end is not the resource's.
+	if found, _ := r.remove(a, now); found {
+		t.Error("the replaced connection was found")
+	}
+	// A standby plugin goes: nothing else changes.
+	if found, last := r.remove(b, now); !found || last || sockets(r) != "serving:a standby:c," {
+		t.Errorf("remove(b) = %v %v, %s", found, last, sockets(r))
+	}
+	// The serving one goes: the one registered last before it serves.
+	if found, last := r.remove(a2, now); !found || last || sockets(r) != "serving:c standby:" || !r.stoppedAt.IsZero() {
+		t.Errorf("remove(a) = %v %v, %s", found, last, sockets(r))
+	}
+	// The last goes: no plugin, the grace period runs.
+	if found, last := r.remove(c, now); !found || !last || r.endpoint != nil || !r.stoppedAt.Equal(now) {
+		t.Errorf("remove(c) = %v %v, %s stopped at %v", found, last, sockets(r), r.stoppedAt)
+	}
+	// A new registration serves again.
+	r.add(b)
+	if !r.stoppedAt.IsZero() || sockets(r) != "serving:b standby:" {
+		t.Errorf("after b came back: %s, stopped at %v", sockets(r), r.stoppedAt)
+	}
+}
