@@ -125,8 +125,9 @@ func (p *nodePlugins) containerOptions(ctx context.Context, pod *v1.Pod, c *v1.C
 	return out, nil
 }
 
-// runningPodUIDs are the pods the runtime runs a container of, for the
-// device manager's start (a kubelet restart against a node reboot).
+// runningPodUIDs are the pods the runtime runs (a ready sandbox or a
+// running container), for the device manager's start: a kubelet restart
+// against a node reboot, which leaves neither.
 func runningPodUIDs(ctx context.Context, eng *cri.Engine) (sets.Set[types.UID], error) {
 	pods, err := eng.RunningPods(ctx)
 	if err != nil {
@@ -134,9 +135,7 @@ func runningPodUIDs(ctx context.Context, eng *cri.Engine) (sets.Set[types.UID], 
 	}
 	out := sets.New[types.UID]()
 	for _, p := range pods {
-		if len(p.Spec.Containers) > 0 {
-			out.Insert(p.UID)
-		}
+		out.Insert(p.UID)
 	}
 	return out, nil
 }

@@ -83,7 +83,8 @@ type Options struct {
 	// ActivePods is complete (after a restart, until then, no assignment
 	// is freed).
 	SourcesReady func() bool
-	// RunningPods lists the pods the runtime runs a container of. The
+	// RunningPods lists the pods the runtime runs: a ready sandbox or a
+	// running container. The
 	// manager asks once at start, and only when the checkpoint holds
 	// assignments: such a pod keeps its devices at its first admission
 	// (a kubelet restart); one that runs nothing must find them
