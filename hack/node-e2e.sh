@@ -40,6 +40,11 @@
 # plane and node) is stopped first; `make cluster` brings it back. The
 # kubelet runs on its own containerd instance, node-e2e, with the local and
 # e2e images imported (no registry is reachable: --prepull-images=false).
+# For node-e2e-serial and node-e2e-groups, whose specs pull images with
+# policy Always or through CRI, that instance pulls registry.k8s.io images
+# from hack/tools/ociregistry on 127.0.0.1:5055 serving the same
+# locally built images (its log: registry.log beside ginkgo.log); any other
+# image still fails to pull, for both kubelets.
 #
 # Writes test/conformance/results/<set>.<kubelet>.json and
 # docs/conformance-<set>.md and the overview docs/conformance.md; logs, the JUnit report and the kubelet's log
@@ -105,6 +110,10 @@ OUT=$GK_OUTPUT/conformance/$SET-$KIND
 [ -z "$SUBSET" ] || OUT=$GK_OUTPUT/conformance/$SET-subset-$KIND
 INST=node-e2e
 LOCK=/run/gokubelet/cluster.lock
+MIRROR_PORT=5055
+MIRROR=""
+case $SET in node-e2e-serial | node-e2e-groups) MIRROR=127.0.0.1:$MIRROR_PORT ;; esac
+REGISTRY_PID=""
 ROOT=/var/lib/kubelet
 
 T0=$SECONDS
@@ -121,6 +130,7 @@ cleanup() {
   # The suite stops its kubelet; one left behind by a killed suite is
   # stopped here (it runs the binary of --k8s-bin-dir).
   pkill -TERM -f "^$KBIN_DIR/kubelet " 2>/dev/null || true
+  [ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null || true
   if [ -n "${CLEAN_INSTANCE:-}" ]; then
     hack/containerd.sh down "$INST" >/dev/null 2>&1 || gk_warn "hack/containerd.sh down $INST failed"
     gk_umount_under "$ROOT" || true
@@ -172,7 +182,7 @@ CLEAN_INSTANCE=1
 hack/containerd.sh down "$INST" >/dev/null 9>&-
 gk_umount_under "$ROOT" || gk_die "leftover mounts under $ROOT"
 rm -rf --one-file-system "$ROOT"
-hack/containerd.sh up "$INST" 9>&-
+GK_REGISTRY_MIRROR=$MIRROR hack/containerd.sh up "$INST" 9>&-
 # On a host without systemd the suite starts the kubelet with
 # --runtime-cgroups=/docker-daemon and its Summary API spec expects the
 # system container "runtime" there: containerd runs in that cgroup, where a
@@ -180,6 +190,27 @@ hack/containerd.sh up "$INST" 9>&-
 gk_cgroup_join /docker-daemon "$(gk_ctrd_pid)"
 hack/images.sh "$INST" 9>&-
 hack/e2e-images.sh "$INST" 9>&- 2>&1 | sed 's/^/[node-e2e]    /'
+if [ -n "$MIRROR" ]; then
+  # The images just built, as hack/images.sh and hack/e2e-images.sh name
+  # their OCI layouts.
+  {
+    echo "registry.k8s.io/pause:$PAUSE_VERSION=$GK_OUTPUT/images/pause.tar"
+    hack/e2e-images.sh --list | while read -r ref; do
+      n=${ref##*/}
+      echo "$ref=$GK_OUTPUT/e2e-images/${n%%:*}-${n##*:}.tar"
+    done
+  } >"$OUT/registry-images.txt"
+  go build -o "$OUT/bin/ociregistry" ./hack/tools/ociregistry
+  "$OUT/bin/ociregistry" -listen "$MIRROR" -images-file "$OUT/registry-images.txt" >"$OUT/registry.log" 2>&1 9>&- &
+  REGISTRY_PID=$!
+  for _ in $(seq 50); do
+    curl -fsS -o /dev/null "http://$MIRROR/v2/" 2>/dev/null && break
+    kill -0 "$REGISTRY_PID" 2>/dev/null || { cat "$OUT/registry.log" >&2; gk_die "the local registry did not start"; }
+    sleep 0.2
+  done
+  curl -fsS -o /dev/null "http://$MIRROR/v2/" || gk_die "the local registry does not answer on $MIRROR"
+  note "local registry on $MIRROR: $(wc -l <"$OUT/registry-images.txt") images, containerd's mirror of registry.k8s.io"
+fi
 
 # The base configuration: upstream's test/e2e_node/jenkins/default-kubelet-config.yaml
 # (the suite's own defaults), plus what these machines need: cgroupfs on
@@ -272,6 +303,7 @@ junit=$(ls "$OUT"/report/junit*.xml 2>/dev/null | head -n 1)
 
 stage "cleaning up: containerd '$INST'"
 pkill -TERM -f "^$KBIN_DIR/kubelet " 2>/dev/null || true
+[ -z "$REGISTRY_PID" ] || { kill "$REGISTRY_PID" 2>/dev/null || true; REGISTRY_PID=""; }
 hack/containerd.sh down "$INST" >/dev/null 9>&-
 gk_umount_under "$ROOT" || true
 CLEAN_INSTANCE=""
