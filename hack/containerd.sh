@@ -16,7 +16,8 @@
 # first removes its pods and images (they do not share a root). See
 # docs/environment.md for the layout.
 #
-# GK_REGISTRY_MIRROR=HOST:PORT at `up` makes the instance pull
+# GK_REGISTRY_MIRROR=HOST:PORT, in the environment of every `up` (the image
+# scripts call `up` too), makes the instance pull
 # registry.k8s.io images from a plain-HTTP mirror there first
 # (hack/tools/ociregistry serving the locally built images; the node e2e
 # harness sets it for the sets that pull): a hosts.toml under the
@@ -186,7 +187,6 @@ config_v2() {
 $(crun_handler 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes' "")
 $(test_handler 'plugins."io.containerd.grpc.v1.cri".containerd.runtimes' "")
 
-$(registry_config 'plugins."io.containerd.grpc.v1.cri"')
     [plugins."io.containerd.grpc.v1.cri".cni]
       bin_dir = "$GK_CNI_BIN_DIR"
       conf_dir = "$GK_CNI_CONF_DIR"
@@ -210,7 +210,6 @@ config_v3() {
 
     [plugins."io.containerd.cri.v1.images".pinned_images]
       sandbox = "registry.k8s.io/pause:$PAUSE_VERSION"
-$(registry_config 'plugins."io.containerd.cri.v1.images"')
 
   [plugins."io.containerd.cri.v1.runtime"]
     # Negative oom_score_adj is refused on these machines, even for root.
@@ -247,8 +246,8 @@ EOF
 registry_config() {
   [ -n "${GK_REGISTRY_MIRROR:-}" ] || return 0
   echo
-  echo "    [$1.registry]"
-  echo "      config_path = \"$GK_CTRD_DIR/certs.d\""
+  echo "  [$1.registry]"
+  echo "    config_path = \"$GK_CTRD_DIR/certs.d\""
 }
 
 # write_hosts: registry.k8s.io's hosts.toml naming the mirror (containerd's
@@ -279,9 +278,9 @@ write_config() {
   fi
 
   if [ "$CTRD_FLAVOR" = debian ]; then
-    config_v2 "$snap" | gk_write_if_changed "$GK_CTRD_CONFIG"
+    { config_v2 "$snap"; registry_config 'plugins."io.containerd.grpc.v1.cri"'; } | gk_write_if_changed "$GK_CTRD_CONFIG"
   else
-    config_v3 "$snap" | gk_write_if_changed "$GK_CTRD_CONFIG"
+    { config_v3 "$snap"; registry_config 'plugins."io.containerd.cri.v1.images"'; } | gk_write_if_changed "$GK_CTRD_CONFIG"
   fi
   write_hosts
 

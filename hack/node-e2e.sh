@@ -182,7 +182,10 @@ CLEAN_INSTANCE=1
 hack/containerd.sh down "$INST" >/dev/null 9>&-
 gk_umount_under "$ROOT" || gk_die "leftover mounts under $ROOT"
 rm -rf --one-file-system "$ROOT"
-GK_REGISTRY_MIRROR=$MIRROR hack/containerd.sh up "$INST" 9>&-
+# Every `up` (hack/images.sh and hack/e2e-images.sh call it too) writes
+# the instance's config, so the mirror is in the environment of all.
+export GK_REGISTRY_MIRROR=$MIRROR
+hack/containerd.sh up "$INST" 9>&-
 # On a host without systemd the suite starts the kubelet with
 # --runtime-cgroups=/docker-daemon and its Summary API spec expects the
 # system container "runtime" there: containerd runs in that cgroup, where a
