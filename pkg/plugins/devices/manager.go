@@ -84,12 +84,12 @@ type Options struct {
 	// is freed).
 	SourcesReady func() bool
 	// RunningPods lists the pods the runtime runs: a ready sandbox or a
-	// running container. The
-	// manager asks once at start, and only when the checkpoint holds
-	// assignments: such a pod keeps its devices at its first admission
-	// (a kubelet restart); one that runs nothing must find them
-	// registered and healthy (a node reboot). Nil, or an error, keeps
-	// every held assignment unchecked, as if every pod ran.
+	// running container. The manager asks once at start, and only when
+	// the checkpoint holds assignments: such a pod keeps its devices at
+	// its first admission (a kubelet restart); one the runtime does not
+	// run must find them registered and healthy (a node reboot). Nil, or
+	// an error, keeps every held assignment unchecked, as if every pod
+	// ran.
 	RunningPods func(ctx context.Context) (sets.Set[types.UID], error)
 	// Changed is told that capacity or allocatable changed (the Node's
 	// status is due).
@@ -249,7 +249,7 @@ func (m *Manager) listRunning(ctx context.Context, log klog.Logger) {
 	defer m.mu.Unlock()
 	if err != nil {
 		m.atStartUnknown = true
-		log.Error(err, "The runtime's running containers are unknown: every pod holding devices from before keeps them at its admission, as after a kubelet restart")
+		log.Error(err, "The runtime's running pods are unknown: every pod holding devices from before keeps them at its admission, as after a kubelet restart")
 		return
 	}
 	m.atStart = sets.New[string]()
@@ -261,8 +261,9 @@ func (m *Manager) listRunning(ctx context.Context, log klog.Logger) {
 	log.Info("Pods holding devices from before", "running", m.atStart.Len(), "notRunning", len(m.pods)-m.atStart.Len())
 }
 
-// runningAtStart: the pod ran a container when the kubelet started and
-// has not been admitted since. Callers hold mu.
+// runningAtStart: the runtime ran the pod when the kubelet started (or
+// could not tell), and the pod has not been admitted since. Callers hold
+// mu.
 func (m *Manager) runningAtStart(uid string) bool {
 	return m.atStartUnknown || m.atStart.Has(uid)
 }
