@@ -12,13 +12,15 @@ import (
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
 	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
+	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 
 	"github.com/gokubelet/kubelet/pkg/pod/podstatus"
 )
 
 // Device health (ResourceHealthStatus): a driver that serves
-// v1.DRAResourceHealth streams its devices' health; the containers that
-// use them show it in allocatedResourcesStatus.
+// v1.DRAResourceHealth (or only v1alpha1.DRAResourceHealth, which
+// upstream 1.37 to 1.39 still watch) streams its devices' health; the
+// containers that use them show it in allocatedResourcesStatus.
 
 // DefaultHealthTimeout is how long a reported health holds when the
 // driver states no timeout (upstream's); after it the health is Unknown.
@@ -68,10 +70,25 @@ func healthOf(d *drahealthv1.DeviceHealth) deviceHealth {
 	return h
 }
 
+// pickHealthService is the health API to watch among the services a
+// driver lists at registration: the newest the kubelet knows, "" if none.
+func pickHealthService(versions []string) string {
+	for _, s := range []string{drahealthv1.DRAResourceHealthService, drahealthv1alpha1.DRAResourceHealthService} {
+		if slices.Contains(versions, s) {
+			return s
+		}
+	}
+	return ""
+}
+
 // watchHealth keeps a driver's health stream open while ctx lasts.
 func (m *Manager) watchHealth(ctx context.Context, d *driver) {
-	log := klog.FromContext(ctx).WithValues("driver", d.name)
-	client := drahealthv1.NewDRAResourceHealthClient(d.conn)
+	log := klog.FromContext(ctx).WithValues("driver", d.name, "service", d.healthService)
+	var client drahealthv1.DRAResourceHealthClient = drahealthv1.NewDRAResourceHealthClient(d.conn)
+	if d.healthService == drahealthv1alpha1.DRAResourceHealthService {
+		// k8s.io/kubelet's wrapper converts the v1alpha1 answers to v1.
+		client = drahealthv1.V1Alpha1ClientWrapper{Client: drahealthv1alpha1.NewDRAResourceHealthClient(d.conn)}
+	}
 	for ctx.Err() == nil {
 		stream, err := client.NodeWatchResources(ctx, &drahealthv1.NodeWatchResourcesRequest{})
 		for err == nil {

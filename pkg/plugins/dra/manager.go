@@ -31,7 +31,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -51,7 +50,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 	"k8s.io/klog/v2"
-	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
@@ -123,6 +121,9 @@ type driver struct {
 	name, endpoint string
 	conn           *grpc.ClientConn
 	client         drapb.DRAPluginClient
+	// healthService is the health API the driver serves that the kubelet
+	// watches ("" when none; see pickHealthService).
+	healthService string
 	// stop ends its health stream.
 	stop context.CancelFunc
 	// connected: a transport to the driver is up (guarded by the
@@ -277,9 +278,9 @@ func (m *Manager) ValidatePlugin(name, endpoint string, versions []string) error
 // RegisterPlugin adds a driver (replacing an earlier registration of the
 // same name). It becomes usable once its connection is up.
 func (m *Manager) RegisterPlugin(ctx context.Context, name, endpoint string, versions []string) error {
-	d := &driver{name: name, endpoint: endpoint}
+	d := &driver{name: name, endpoint: endpoint, healthService: pickHealthService(versions)}
 	var hctx context.Context
-	if slices.Contains(versions, drahealthv1.DRAResourceHealthService) {
+	if d.healthService != "" {
 		hctx, d.stop = context.WithCancel(m.context())
 	}
 	conn, err := grpc.NewClient("passthrough:///"+endpoint,

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
+	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 )
 
@@ -437,4 +438,89 @@ func TestSlicesAreWipedWhileTheDriverIsUnusable(t *testing.T) {
 		stop()
 		waitWipes(t, client, before+1, 10*delay, "a driver whose service stopped for good")
 	})
+}
+
+func TestPickHealthService(t *testing.T) {
+	v1s, v1alpha1s := drahealthv1.DRAResourceHealthService, drahealthv1alpha1.DRAResourceHealthService
+	for _, tc := range []struct {
+		versions []string
+		want     string
+	}{
+		{[]string{drapb.DRAPluginService}, ""},
+		{[]string{drapb.DRAPluginService, v1alpha1s}, v1alpha1s},
+		{[]string{drapb.DRAPluginService, v1alpha1s, v1s}, v1s},
+		{[]string{v1s, v1alpha1s}, v1s},
+		{[]string{"v2.DRAResourceHealth"}, ""},
+	} {
+		if got := pickHealthService(tc.versions); got != tc.want {
+			t.Errorf("pickHealthService(%q) = %q, want %q", tc.versions, got, tc.want)
+		}
+	}
+}
+
+// fakeHealthV1alpha1 is a driver that serves only the v1alpha1 health API
+// (upstream's node e2e driver "which only supports the v1alpha1 health
+// API").
+type fakeHealthV1alpha1 struct {
+	drahealthv1alpha1.UnimplementedDRAResourceHealthServer
+	send chan *drahealthv1alpha1.NodeWatchResourcesResponse
+}
+
+func (f *fakeHealthV1alpha1) NodeWatchResources(_ *drahealthv1alpha1.NodeWatchResourcesRequest, s drahealthv1alpha1.DRAResourceHealth_NodeWatchResourcesServer) error {
+	for {
+		select {
+		case r := <-f.send:
+			if err := s.Send(r); err != nil {
+				return err
+			}
+		case <-s.Context().Done():
+			return nil
+		}
+	}
+}
+
+func TestDeviceHealthFromAV1alpha1Driver(t *testing.T) {
+	dir := t.TempDir()
+	fh := &fakeHealthV1alpha1{send: make(chan *drahealthv1alpha1.NodeWatchResourcesResponse, 1)}
+	sock := filepath.Join(dir, "drv.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	drapb.RegisterDRAPluginServer(s, &fakeDriver{})
+	drahealthv1alpha1.RegisterDRAResourceHealthServer(s, fh)
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+
+	a := podUsing("a", "c1")
+	m := New(Options{RootDir: dir, NodeName: "n", Client: fake.NewSimpleClientset(allocatedClaim("c1", a))})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m.mu.Lock()
+	m.ctx = ctx
+	m.mu.Unlock()
+	if err := m.RegisterPlugin(ctx, drv, sock, []string{drapb.DRAPluginService, drahealthv1alpha1.DRAResourceHealthService}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.PrepareResources(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	fh.send <- &drahealthv1alpha1.NodeWatchResourcesResponse{Devices: []*drahealthv1alpha1.DeviceHealth{{
+		Device: &drahealthv1alpha1.DeviceIdentifier{PoolName: "p", DeviceName: "dev"}, Health: drahealthv1alpha1.HealthStatus_UNHEALTHY,
+		LastUpdatedTime: time.Now().Unix(),
+	}}}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st := &v1.PodStatus{ContainerStatuses: []v1.ContainerStatus{{Name: "main"}}}
+		m.SetResourcesStatus(a, st)
+		rs := st.ContainerStatuses[0].AllocatedResourcesStatus
+		if len(rs) == 1 && len(rs[0].Resources) == 1 && rs[0].Resources[0].Health == v1.ResourceHealthStatusUnhealthy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the v1alpha1 driver's report never reached the status: %+v", rs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
