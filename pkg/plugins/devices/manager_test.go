@@ -458,14 +458,7 @@ func TestHeldDevicesAfterRestartOrReboot(t *testing.T) {
 		{"no runtime lister", nil, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := t.TempDir()
-			b, err := os.ReadFile(filepath.Join(dir, checkpoint.FileName))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(d, checkpoint.FileName), b, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			d := copyCheckpoint(t, dir)
 			h := newHarness(t, d, func(o *Options) { o.RunningPods = tc.runningPods })
 			h.active = []*v1.Pod{running, lost}
 			var refused []string
@@ -498,14 +491,7 @@ func TestHeldDevicesAfterRestartOrReboot(t *testing.T) {
 
 	// The lost pod is admitted again once its plugin serves its device
 	// healthy, and refused while that device is unhealthy.
-	d := t.TempDir()
-	b, err := os.ReadFile(filepath.Join(dir, checkpoint.FileName))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(d, checkpoint.FileName), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	d := copyCheckpoint(t, dir)
 	h2 := newHarness(t, d, func(o *Options) {
 		o.RunningPods = func(context.Context) (sets.Set[types.UID], error) { return sets.New[types.UID](), nil }
 	})
@@ -521,4 +507,19 @@ func TestHeldDevicesAfterRestartOrReboot(t *testing.T) {
 	if ok, _, msg := h2.m.Admit(lost); ok || !strings.Contains(msg, "previously allocated devices are no longer healthy") {
 		t.Fatalf("Admit(lost) with its device unhealthy = %v %q", ok, msg)
 	}
+}
+
+// copyCheckpoint is a new plugin directory holding dir's checkpoint: a
+// restarted kubelet's, once per case.
+func copyCheckpoint(t *testing.T, dir string) string {
+	t.Helper()
+	d := t.TempDir()
+	b, err := os.ReadFile(filepath.Join(dir, checkpoint.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, checkpoint.FileName), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

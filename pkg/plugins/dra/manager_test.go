@@ -57,7 +57,9 @@ func (d *fakeDriver) NodeUnprepareResources(_ context.Context, r *drapb.NodeUnpr
 	return out, nil
 }
 
-func serveDriver(t *testing.T, dir string) (*fakeDriver, string) {
+// serveDriver serves a fake DRA driver on dir/drv.sock until the test
+// ends, with the extra gRPC services (a health API) services register.
+func serveDriver(t *testing.T, dir string, services ...func(*grpc.Server)) (*fakeDriver, string) {
 	t.Helper()
 	d := &fakeDriver{}
 	sock := filepath.Join(dir, "drv.sock")
@@ -67,6 +69,9 @@ func serveDriver(t *testing.T, dir string) (*fakeDriver, string) {
 	}
 	s := grpc.NewServer()
 	drapb.RegisterDRAPluginServer(s, d)
+	for _, register := range services {
+		register(s)
+	}
 	go s.Serve(l)
 	t.Cleanup(s.Stop)
 	return d, sock
@@ -228,18 +233,8 @@ func (f *fakeHealth) NodeWatchResources(_ *drahealthv1.NodeWatchResourcesRequest
 
 func TestDeviceHealthInTheStatus(t *testing.T) {
 	dir := t.TempDir()
-	d := &fakeDriver{}
 	fh := &fakeHealth{send: make(chan *drahealthv1.NodeWatchResourcesResponse, 2)}
-	sock := filepath.Join(dir, "drv.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	drapb.RegisterDRAPluginServer(s, d)
-	drahealthv1.RegisterDRAResourceHealthServer(s, fh)
-	go s.Serve(l)
-	t.Cleanup(s.Stop)
+	_, sock := serveDriver(t, dir, func(s *grpc.Server) { drahealthv1.RegisterDRAResourceHealthServer(s, fh) })
 
 	a := podUsing("a", "c1")
 	var mu sync.Mutex
@@ -482,16 +477,7 @@ func (f *fakeHealthV1alpha1) NodeWatchResources(_ *drahealthv1alpha1.NodeWatchRe
 func TestDeviceHealthFromAV1alpha1Driver(t *testing.T) {
 	dir := t.TempDir()
 	fh := &fakeHealthV1alpha1{send: make(chan *drahealthv1alpha1.NodeWatchResourcesResponse, 1)}
-	sock := filepath.Join(dir, "drv.sock")
-	l, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	drapb.RegisterDRAPluginServer(s, &fakeDriver{})
-	drahealthv1alpha1.RegisterDRAResourceHealthServer(s, fh)
-	go s.Serve(l)
-	t.Cleanup(s.Stop)
+	_, sock := serveDriver(t, dir, func(s *grpc.Server) { drahealthv1alpha1.RegisterDRAResourceHealthServer(s, fh) })
 
 	a := podUsing("a", "c1")
 	m := New(Options{RootDir: dir, NodeName: "n", Client: fake.NewSimpleClientset(allocatedClaim("c1", a))})
