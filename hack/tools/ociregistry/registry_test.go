@@ -197,13 +197,12 @@ func tarLayout(t *testing.T, dir string) string {
 func layoutSources(t *testing.T, img testImage) map[string]string {
 	t.Helper()
 	srcs := map[string]string{"dir": img.dir, "tar": tarLayout(t, img.dir)}
-	if tarBin, err := exec.LookPath("tar"); err == nil {
-		out := filepath.Join(t.TempDir(), "cli.tar")
-		if b, err := exec.Command(tarBin, "-C", img.dir, "-cf", out, ".").CombinedOutput(); err != nil {
-			t.Fatalf("tar: %v: %s", err, b)
-		}
-		srcs["tar-command"] = out
+	tarBin := lookPath(t, "tar")
+	out := filepath.Join(t.TempDir(), "cli.tar")
+	if b, err := exec.Command(tarBin, "-C", img.dir, "-cf", out, ".").CombinedOutput(); err != nil {
+		t.Fatalf("tar: %v: %s", err, b)
 	}
+	srcs["tar-command"] = out
 	return srcs
 }
 
@@ -816,16 +815,9 @@ func TestLoadErrors(t *testing.T) {
 }
 
 // The exact steps of hack/e2e-images.sh's oci_image (umoci init, new,
-// insert, config, gc; tar -C layout -cf out .), when umoci is installed.
+// insert, config, gc; tar -C layout -cf out .).
 func TestUmociLayout(t *testing.T) {
-	umoci, err := exec.LookPath("umoci")
-	if err != nil {
-		t.Skip("umoci not installed")
-	}
-	tarBin, err := exec.LookPath("tar")
-	if err != nil {
-		t.Skip("tar not installed")
-	}
+	umoci, tarBin := lookPath(t, "umoci"), lookPath(t, "tar")
 	work := t.TempDir()
 	rootfs := filepath.Join(work, "rootfs")
 	os.MkdirAll(filepath.Join(rootfs, "bin"), 0o755)
@@ -866,4 +858,15 @@ func TestUmociLayout(t *testing.T) {
 			t.Errorf("blob %s: %d, %d bytes hashing to %s", d.Digest, b.status, len(b.body), digestOf(b.body))
 		}
 	}
+}
+
+// lookPath finds a tool the harness installs (hack/install-deps.sh); a
+// missing one fails the test instead of skipping it.
+func lookPath(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found: run hack/install-deps.sh", name)
+	}
+	return p
 }
