@@ -26,6 +26,11 @@
 #                         test/conformance/subset.txt)
 #   CONFORMANCE_PROCS     ginkgo processes (default 4; 1 for the serial set)
 #   CONFORMANCE_TIMEOUT   ginkgo suite timeout (default 3h)
+#   CONFORMANCE_SEED      ginkgo's random seed, which orders the specs
+#                         (default 1796042239, the seed of the upstream
+#                         kubelet's recorded node-e2e-plugins run): runs of
+#                         both kubelets with one seed meet the specs in the
+#                         same order, which the [Serial] sets depend on
 #
 # A full run writes test/conformance/results/<set>.<kubelet>.json,
 # regenerates the set's page docs/conformance-<set>.md from the last results
@@ -53,6 +58,8 @@ SET=${CONFORMANCE_SET:-node}
 case $SET in node-e2e | node-e2e-serial | node-e2e-plugins | node-e2e-groups) exec hack/node-e2e.sh ;; esac
 SUBSET=${CONFORMANCE_SUBSET:-}
 TIMEOUT=${CONFORMANCE_TIMEOUT:-3h}
+SEED=${CONFORMANCE_SEED:-1796042239}
+[[ $SEED =~ ^[1-9][0-9]*$ ]] || gk_die "CONFORMANCE_SEED must be a positive integer, not '$SEED'"
 case $KIND in
   ours) WHO="our kubelet" ;;
   upstream) WHO="the upstream kubelet $KUBE_VERSION" ;;
@@ -323,7 +330,7 @@ if [ -n "$SUBSET" ]; then
   focus=$("$OUT/bin/scoreboard" regexp -names "$SUBSET")
   skip=""
 fi
-ginkgo_args=(--procs="$PROCS" --timeout="$TIMEOUT" --no-color --silence-skips --focus="$focus")
+ginkgo_args=(--procs="$PROCS" --timeout="$TIMEOUT" --seed="$SEED" --no-color --silence-skips --focus="$focus")
 [ -z "$skip" ] || ginkgo_args+=(--skip="$skip")
 while read -r re; do ginkgo_args+=(--skip="$re"); done < <("$OUT/bin/scoreboard" regexp -exclusions "$EXCLUSIONS")
 rm -rf "$OUT/report"
@@ -394,7 +401,7 @@ CLEAN_INSTANCE=""
 stage "recording the results$([ -z "$interrupted" ] || echo " (interrupted: only the specs that ran)")"
 if [ -n "$SUBSET" ]; then
   "$OUT/bin/scoreboard" record -junit "$junit" -set subset -kubelet "$KIND" -focus "$focus" \
-    -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -out "$OUT/results.json" | sed 's/^/[conformance]    /'
+    -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -seed "$SEED" -out "$OUT/results.json" | sed 's/^/[conformance]    /'
   stage "checking that every spec of $SUBSET passed"
   set +e
   "$OUT/bin/scoreboard" check -results "$OUT/results.json" -names "$SUBSET" | sed 's/^/[conformance]    /'
@@ -406,7 +413,7 @@ if [ -n "$SUBSET" ]; then
 fi
 mkdir -p "$RESULTS_DIR"
 "$OUT/bin/scoreboard" record -junit "$junit" -set "$SET" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
-  -exclusions "$EXCLUSIONS" -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" \
+  -exclusions "$EXCLUSIONS" -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -seed "$SEED" \
   -out "$RESULTS_DIR/$SET.$KIND.json" | sed 's/^/[conformance]    /'
 report=docs/conformance-$SET.md
 "$OUT/bin/scoreboard" report -set "$SET" -set-doc "$SET_DOC" -results-dir "$RESULTS_DIR" -out "$report"

@@ -34,6 +34,11 @@
 #                         test/conformance/subset-node-e2e.txt)
 #   CONFORMANCE_PROCS     ginkgo processes (default 4)
 #   CONFORMANCE_TIMEOUT   ginkgo suite timeout (default 3h)
+#   CONFORMANCE_SEED      ginkgo's random seed, which orders the specs
+#                         (default 1796042239, the seed of the upstream
+#                         kubelet's recorded node-e2e-plugins run): runs of
+#                         both kubelets with one seed meet the specs in the
+#                         same order, which the [Serial] sets depend on
 #
 # The suite's API server listens on 127.0.0.1:6443 and its kubelet on the
 # standard ports with root /var/lib/kubelet, so the local cluster (control
@@ -58,6 +63,8 @@ cd "$GK_REPO_ROOT"
 KIND=${CONFORMANCE_KUBELET:-ours}
 SET=${CONFORMANCE_SET:-node-e2e}
 TIMEOUT=${CONFORMANCE_TIMEOUT:-3h}
+SEED=${CONFORMANCE_SEED:-1796042239}
+[[ $SEED =~ ^[1-9][0-9]*$ ]] || gk_die "CONFORMANCE_SEED must be a positive integer, not '$SEED'"
 TRIAL=${CONFORMANCE_FOCUS:-}
 SUBSET=${CONFORMANCE_SUBSET:-}
 case $KIND in
@@ -248,7 +255,7 @@ if [ -n "$SUBSET" ]; then
   FOCUS=$("$OUT/bin/scoreboard" regexp -suite "$SUITE" -names "$SUBSET")
   SKIP=""
 fi
-ginkgo_args=(--procs="$PROCS" --timeout="$TIMEOUT" --no-color --silence-skips --focus="$FOCUS")
+ginkgo_args=(--procs="$PROCS" --timeout="$TIMEOUT" --seed="$SEED" --no-color --silence-skips --focus="$FOCUS")
 [ -z "$SKIP" ] || ginkgo_args+=(--skip="$SKIP")
 if [ -z "$TRIAL$SUBSET" ] && [ -f "$EXCLUSIONS" ]; then
   while read -r re; do ginkgo_args+=(--skip="$re"); done < <("$OUT/bin/scoreboard" regexp -suite "$SUITE" -exclusions "$EXCLUSIONS")
@@ -313,7 +320,7 @@ CLEAN_INSTANCE=""
 
 if [ -n "$SUBSET" ]; then
   "$OUT/bin/scoreboard" record -junit "$junit" -suite "$SUITE" -set subset -kubelet "$KIND" -focus "$FOCUS" \
-    -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -out "$OUT/results.json" | sed 's/^/[node-e2e]    /'
+    -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -seed "$SEED" -out "$OUT/results.json" | sed 's/^/[node-e2e]    /'
   stage "checking that every spec of $SUBSET passed"
   set +e
   "$OUT/bin/scoreboard" check -results "$OUT/results.json" -names "$SUBSET" | sed 's/^/[node-e2e]    /'
@@ -324,7 +331,7 @@ if [ -n "$SUBSET" ]; then
 fi
 if [ -n "$TRIAL" ]; then
   "$OUT/bin/scoreboard" record -junit "$junit" -suite "$SUITE" -set "$SET-trial" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
-    -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -out "$OUT/results.json" | sed 's/^/[node-e2e]    /'
+    -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -seed "$SEED" -out "$OUT/results.json" | sed 's/^/[node-e2e]    /'
   echo "[node-e2e] trial run done in $(((SECONDS - T0) / 60))m$(((SECONDS - T0) % 60))s: no report written (results: $OUT/results.json)"
   exit 0
 fi
@@ -333,7 +340,7 @@ mkdir -p "$RESULTS_DIR"
 excl=()
 [ -f "$EXCLUSIONS" ] && excl=(-exclusions "$EXCLUSIONS")
 "$OUT/bin/scoreboard" record -junit "$junit" -suite "$SUITE" -set "$SET" -kubelet "$KIND" -focus "$FOCUS" -skip "$SKIP" \
-  "${excl[@]}" -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" \
+  "${excl[@]}" -commit "$commit" -kube-version "$KUBE_VERSION" -wall "$wall" -procs "$PROCS" -seed "$SEED" \
   -out "$RESULTS_DIR/$SET.$KIND.json" | sed 's/^/[node-e2e]    /'
 "$OUT/bin/scoreboard" report -set "$SET" -set-doc "$SET_DOC" -results-dir "$RESULTS_DIR" -out "docs/conformance-$SET.md"
 "$OUT/bin/scoreboard" index -results-dir "$RESULTS_DIR" -out docs/conformance.md

@@ -230,11 +230,15 @@ func WriteIndex(w io.Writer, sets []SetRuns) error {
 			row(st, func(r *Results) string { return fmt.Sprint(r.Totals()[st]) })
 		}
 		row("wall time", wallTime)
+		row("spec order (Ginkgo seed)", seedText)
 		p("\n")
 
 		switch {
 		case ours != nil && upstream != nil:
 			p("%s ", sessionNote(ours, upstream))
+			if n := orderNote(ours, upstream); n != "" {
+				p("%s ", n)
+			}
 			both, oa, ua := failureSplit(ours, upstream)
 			p("Failing with both kubelets: %d; with our kubelet alone: %d; with the upstream kubelet alone: %d.\n\n", both, oa, ua)
 		case ours != nil:
@@ -282,4 +286,20 @@ func cmdIndex(args []string) error {
 		return err
 	}
 	return os.WriteFile(*out, buf.Bytes(), 0o644)
+}
+
+// orderNote says when two runs may have met the specs in different orders:
+// their Ginkgo seeds differ or one was not recorded. Spec order matters to
+// the [Serial] sets, where a spec meets what the one before it left (a
+// restarted kubelet, a plugin still registered). Empty when both ran with
+// one seed.
+func orderNote(ours, upstream *Results) string {
+	switch {
+	case ours.Seed != 0 && ours.Seed == upstream.Seed:
+		return ""
+	case ours.Seed == 0 || upstream.Seed == 0:
+		return "**Spec order may differ**: a run did not record its Ginkgo seed."
+	default:
+		return fmt.Sprintf("**Spec order differs**: Ginkgo seed %d (ours) against %d (upstream).", ours.Seed, upstream.Seed)
+	}
 }

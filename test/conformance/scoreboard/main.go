@@ -62,6 +62,7 @@ func cmdRecord(args []string) error {
 	kubeVersion := fs.String("kube-version", "", "version of the upstream suite")
 	wall := fs.Float64("wall", 0, "wall time of the run, seconds")
 	procs := fs.Int("procs", 0, "ginkgo processes")
+	seed := fs.Int64("seed", 0, "ginkgo's random seed (the order of the specs)")
 	out := fs.String("out", "", "results file to write")
 	_ = fs.Parse(args)
 	if *junit == "" || *out == "" {
@@ -94,7 +95,7 @@ func cmdRecord(args []string) error {
 		return fmt.Errorf("%s: no spec of the set ran (%d specs in the report)", *junit, len(ran))
 	}
 	res.Set, res.Kubelet, res.Commit, res.KubeVersion = *set, *kubelet, *commit, *kubeVersion
-	res.WallSeconds, res.Procs = *wall, *procs
+	res.WallSeconds, res.Procs, res.Seed = *wall, *procs, *seed
 	// The run's start as the JUnit report has it (the runner's clock, UTC
 	// on these machines), so recording again later keeps the run's date.
 	res.Date = time.Now().UTC().Format(dateLayout)

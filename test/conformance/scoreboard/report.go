@@ -75,7 +75,13 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 		row("**"+st+"**", func(r *Results) string { return fmt.Sprint(r.Totals()[st]) })
 	}
 	row("wall time", wallTime)
+	row("spec order (Ginkgo seed)", seedText)
 	p("\n")
+	if runs["ours"] != nil && runs["upstream"] != nil {
+		if n := orderNote(runs["ours"], runs["upstream"]); n != "" {
+			p("%s\n\n", n)
+		}
+	}
 
 	// Failures of ours by category.
 	if runs["ours"] != nil {
@@ -152,6 +158,14 @@ func WriteReport(w io.Writer, set string, runs map[string]*Results, setDoc strin
 		p("\n")
 	}
 	return nil
+}
+
+// seedText is a run's Ginkgo seed, or that the run did not record one.
+func seedText(r *Results) string {
+	if r.Seed == 0 {
+		return "random, not recorded"
+	}
+	return fmt.Sprint(r.Seed)
 }
 
 func wallTime(r *Results) string {

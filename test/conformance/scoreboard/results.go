@@ -22,9 +22,13 @@ type Results struct {
 	Date        string  `json:"date"` // UTC, "2006-01-02 15:04" (dateLayout)
 	WallSeconds float64 `json:"wallSeconds"`
 	Procs       int     `json:"procs"`
-	Focus       string  `json:"focus"`
-	Skip        string  `json:"skip"`
-	Specs       []Spec  `json:"specs"`
+	// Seed is Ginkgo's random seed, which sets the order of the specs; two
+	// kubelets run with one seed met the specs in the same order. Zero:
+	// not recorded (runs before the harness fixed it).
+	Seed  int64  `json:"seed,omitempty"`
+	Focus string `json:"focus"`
+	Skip  string `json:"skip"`
+	Specs []Spec `json:"specs"`
 }
 
 // dateLayout is the layout of Results.Date.

@@ -220,12 +220,12 @@ func TestCheck(t *testing.T) {
 }
 
 func TestReportShowsBothColumnsAndEveryNonPass(t *testing.T) {
-	ours := &Results{KubeVersion: "v1.37.2", Focus: focus, Skip: skip, Specs: []Spec{
+	ours := &Results{KubeVersion: "v1.37.2", Focus: focus, Skip: skip, Seed: 11, Specs: []Spec{
 		{Name: "a", State: Passed},
 		{Name: "b", State: Failed, Cause: "logs <ip>:10250 | refused", Category: "kubelet API (10250): container logs not served"},
 		{Name: "e", State: Excluded, Cause: "no registry"},
 	}}
-	upstream := &Results{KubeVersion: "v1.37.2", Focus: focus, Skip: skip, Specs: []Spec{
+	upstream := &Results{KubeVersion: "v1.37.2", Focus: focus, Skip: skip, Seed: 12, Specs: []Spec{
 		{Name: "a", State: Passed},
 		{Name: "b", State: Passed},
 		{Name: "e", State: Excluded, Cause: "no registry"},
@@ -242,6 +242,8 @@ func TestReportShowsBothColumnsAndEveryNonPass(t *testing.T) {
 		"| b | **FAIL**: logs &lt;ip&gt;:10250 \\| refused | pass |",
 		"| kubelet API (10250): container logs not served | 1 | 1 |",
 		"| e | no registry |",
+		"| spec order (Ginkgo seed) | 11 | 12 |",
+		"**Spec order differs**: Ginkgo seed 11 (ours) against 12 (upstream).",
 		"[conformance.md](conformance.md)", // the overview of every set
 	} {
 		if !strings.Contains(out, want) {
@@ -250,6 +252,14 @@ func TestReportShowsBothColumnsAndEveryNonPass(t *testing.T) {
 	}
 	if strings.Contains(out, "| a |") {
 		t.Error("a spec both kubelets pass is listed")
+	}
+	upstream.Seed = ours.Seed
+	buf.Reset()
+	if err := WriteReport(&buf, "node", map[string]*Results{"ours": ours, "upstream": upstream}, "doc"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "Spec order") {
+		t.Errorf("one seed, yet an order note:\n%s", buf.String())
 	}
 	buf.Reset()
 	if err := WriteReport(&buf, "node", map[string]*Results{"ours": ours}, "doc"); err != nil {
@@ -376,7 +386,7 @@ func TestIndex(t *testing.T) {
 	dir := t.TempDir()
 	excl := Spec{Name: "[sig-node] needs a registry [Conformance]", State: Excluded, Cause: "no registry | here"}
 	writeResults(t, dir, &Results{Set: "full", Kubelet: "ours", KubeVersion: "v1.37.2", Commit: "aaa", Date: "2026-11-28 19:12",
-		WallSeconds: 2441, Procs: 6, Focus: `\[Conformance\]`, Skip: `\[Serial\]`, Specs: []Spec{
+		WallSeconds: 2441, Procs: 6, Seed: 7, Focus: `\[Conformance\]`, Skip: `\[Serial\]`, Specs: []Spec{
 			{Name: "p", State: Passed},
 			{Name: "both", State: Failed, Category: "image pull"},
 			{Name: "ours1", State: Failed, Category: "image pull"},
@@ -438,6 +448,8 @@ func TestIndex(t *testing.T) {
 			"| failed | 3 | 2 |",
 			"| excluded | 1 | 1 |",
 			"| wall time | 40m41s (6 ginkgo processes) | 40m57s (6 ginkgo processes) |",
+			"| spec order (Ginkgo seed) | 7 | random, not recorded |",
+			"**Spec order may differ**: a run did not record its Ginkgo seed.",
 			"**Not from one session**: our kubelet ran on 2026-11-28 19:12, the upstream kubelet on 2026-11-25 18:26 (UTC), 3 days 46 min apart.",
 			"Failing with both kubelets: 1; with our kubelet alone: 2; with the upstream kubelet alone: 1.",
 			"| image pull | 2 | 1 |\n| other | 1 | 0 |\n",
@@ -476,6 +488,23 @@ func TestIndex(t *testing.T) {
 	}
 	if err := WriteIndex(&buf, nil); err == nil {
 		t.Error("WriteIndex of no sets: no error")
+	}
+}
+
+func TestOrderNote(t *testing.T) {
+	for _, tc := range []struct {
+		ours, upstream int64
+		want           string
+	}{
+		{5, 5, ""},
+		{5, 6, "**Spec order differs**: Ginkgo seed 5 (ours) against 6 (upstream)."},
+		{0, 6, "**Spec order may differ**: a run did not record its Ginkgo seed."},
+		{5, 0, "**Spec order may differ**: a run did not record its Ginkgo seed."},
+		{0, 0, "**Spec order may differ**: a run did not record its Ginkgo seed."},
+	} {
+		if got := orderNote(&Results{Seed: tc.ours}, &Results{Seed: tc.upstream}); got != tc.want {
+			t.Errorf("orderNote(%d, %d) = %q, want %q", tc.ours, tc.upstream, got, tc.want)
+		}
 	}
 }
 
