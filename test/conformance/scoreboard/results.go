@@ -133,9 +133,17 @@ func suiteBinary(desc string) string {
 }
 
 // exactRegexp matches exactly the spec of the suite with the given full name.
+//
+// The name is the JUnit report's, which joins every container's text with a
+// space, an empty one too ("... DiskPressure  should ..." where a Context
+// has no text); Ginkgo matches focus and skip against the texts that are
+// not empty, joined the same way ("... DiskPressure should ..."). So a run
+// of spaces in the name matches one or more.
 func exactRegexp(suite, name string) string {
-	return "^" + regexp.QuoteMeta(suite+" "+name) + "$"
+	return "^" + spaceRuns.ReplaceAllString(regexp.QuoteMeta(suite+" "+name), " +") + "$"
 }
+
+var spaceRuns = regexp.MustCompile(` {2,}`)
 
 // selected reports whether Ginkgo's focus and skip select name in suite.
 func selected(suite, name string, focus, skip *regexp.Regexp) bool {

@@ -206,6 +206,22 @@ func TestExactRegexpMatchesOnlyThatSpec(t *testing.T) {
 			t.Errorf("matches %q", other)
 		}
 	}
+
+	// A container without text: two spaces in the JUnit name, one in the
+	// text Ginkgo matches.
+	junitName := "[sig-node] ImageGCNoEviction when we run containers that should cause DiskPressure  should evict [Serial]"
+	re = regexp.MustCompile(exactRegexp(nodeSuiteDescription, junitName))
+	for _, text := range []string{
+		"[sig-node] ImageGCNoEviction when we run containers that should cause DiskPressure should evict [Serial]",
+		junitName,
+	} {
+		if !re.MatchString(nodeSuiteDescription + " " + text) {
+			t.Errorf("does not match %q", text)
+		}
+	}
+	if re.MatchString(nodeSuiteDescription + " [sig-node] ImageGCNoEviction when we run containers that should cause DiskPressureshould evict [Serial]") {
+		t.Error("matches the name without the space")
+	}
 }
 
 func TestCheck(t *testing.T) {
