@@ -16,6 +16,7 @@ package errdefs
 import (
 	"context"
 	"errors"
+	"net"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -87,6 +88,18 @@ func IsRetryable(err error) bool {
 
 // IsTerminal reports whether err is classified terminal.
 func IsTerminal(err error) bool { return errors.Is(err, ErrTerminal) }
+
+// IsConnectionClosed reports whether a request failed because its
+// connection was closed under it ("use of closed network connection")
+// while its context still runs. The kubelet does that itself: when it
+// rotates its client certificate it closes its API connections so that
+// new ones present the new certificate (pkg/node/certs), and a request in
+// flight then fails. client-go retries such a GET, not a write. Asking
+// once more, on a new connection, is safe for a read and for a write
+// the API server guards (an update carrying its resourceVersion).
+func IsConnectionClosed(ctx context.Context, err error) bool {
+	return err != nil && errors.Is(err, net.ErrClosed) && ctx.Err() == nil
+}
 
 // FromGRPC classifies an error from a gRPC peer (a CRI runtime) by its
 // status code; errors without a status pass through unclassified.

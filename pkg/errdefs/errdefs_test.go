@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -77,5 +79,33 @@ func TestFromGRPCAndAPI(t *testing.T) {
 	}
 	if status.Code(FromGRPC(status.Error(codes.NotFound, "x"))) != codes.NotFound {
 		t.Errorf("the gRPC code lost through FromGRPC")
+	}
+}
+
+// What a write in flight returns when the kubelet closes its API
+// connections for a new client certificate: url.Error around the read's
+// net.OpError around net.ErrClosed.
+func TestIsConnectionClosed(t *testing.T) {
+	closed := &url.Error{Op: "Put", URL: "https://127.0.0.1:6443/apis/storage.k8s.io/v1/csinodes/vm",
+		Err: &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}}
+	live := context.Background()
+	ended, cancel := context.WithCancel(live)
+	cancel()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		err  error
+		want bool
+	}{
+		{"closed under the request", live, closed, true},
+		{"wrapped again", live, fmt.Errorf("CSINode vm, driver d: %w", closed), true},
+		{"the caller gave up", ended, closed, false},
+		{"refused", live, &url.Error{Op: "Put", URL: "x", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}, false},
+		{"an API error", live, apierrors.NewConflict(schema.GroupResource{Resource: "csinodes"}, "vm", errors.New("changed")), false},
+		{"nil", live, nil, false},
+	} {
+		if got := IsConnectionClosed(tc.ctx, tc.err); got != tc.want {
+			t.Errorf("%s: IsConnectionClosed = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"time"
 
@@ -18,6 +17,8 @@ import (
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/gokubelet/kubelet/pkg/errdefs"
 )
 
 // Authorization modes (authorization.mode).
@@ -146,15 +147,14 @@ func BuildAuth(o AuthOptions) (*Auth, error) {
 
 // A review (TokenReview, SubjectAccessReview) in flight fails with "use of
 // closed network connection" when the kubelet rotates its client
-// certificate: it closes its API connections so that new ones present the
-// new certificate (pkg/node/certs). The webhooks' own retries do not take
-// that error as transient, so the request would fail with 500 (make test
-// saw it). These wrappers ask once more, on a new connection.
+// certificate (errdefs.IsConnectionClosed). The webhooks' own retries do
+// not take that error as transient, so the request would fail with 500
+// (make test saw it). These wrappers ask once more, on a new connection.
 
 func retryAuthzOnClosedConn(z authorizer.Authorizer) authorizer.Authorizer {
 	return authorizer.AuthorizerFunc(func(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 		d, reason, err := z.Authorize(ctx, a)
-		if err != nil && errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+		if errdefs.IsConnectionClosed(ctx, err) {
 			return z.Authorize(ctx, a)
 		}
 		return d, reason, err
@@ -164,7 +164,7 @@ func retryAuthzOnClosedConn(z authorizer.Authorizer) authorizer.Authorizer {
 func retryAuthnOnClosedConn(authn authenticator.Request) authenticator.Request {
 	return authenticator.RequestFunc(func(r *http.Request) (*authenticator.Response, bool, error) {
 		resp, ok, err := authn.AuthenticateRequest(r)
-		if err != nil && errors.Is(err, net.ErrClosed) && r.Context().Err() == nil {
+		if errdefs.IsConnectionClosed(r.Context(), err) {
 			return authn.AuthenticateRequest(r)
 		}
 		return resp, ok, err

@@ -33,6 +33,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/gokubelet/kubelet/pkg/errdefs"
 )
 
 // PluginType is the registration type of CSI drivers.
@@ -254,8 +256,13 @@ func (d *Drivers) publish(ctx context.Context, name string, info *NodeInfo, prev
 	d.api.Lock()
 	defer d.api.Unlock()
 	owned := d.ownedTopology(name)
+	// A conflict is asked again after a fresh read; so is a write cut by
+	// the kubelet's own client certificate rotation (both updates carry
+	// their object's resourceVersion). Any other failure refuses the
+	// registration, which the registration manager retries.
+	again := func(err error) bool { return apierrors.IsConflict(err) || errdefs.IsConnectionClosed(ctx, err) }
 	var node *v1.Node
-	err := retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	err := retry.OnError(retry.DefaultBackoff, again, func() error {
 		n, err := c.CoreV1().Nodes().Get(ctx, d.opts.NodeName, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -271,7 +278,7 @@ func (d *Drivers) publish(ctx context.Context, name string, info *NodeInfo, prev
 	if err != nil {
 		return fmt.Errorf("node %s, CSI driver %s: %w", d.opts.NodeName, name, err)
 	}
-	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+	return retry.OnError(retry.DefaultBackoff, again, func() error {
 		cn, owner, err := d.csiNode(ctx, node)
 		if err != nil {
 			return err

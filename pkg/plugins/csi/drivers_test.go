@@ -2,7 +2,9 @@ package csi
 
 import (
 	"context"
+	"errors"
 	"net"
+	"net/url"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -13,7 +15,9 @@ import (
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // nodeServer answers NodeGetInfo as a driver's node plugin does.
@@ -105,6 +109,51 @@ func TestDriversPublishAndWithdrawTheNodesFacts(t *testing.T) {
 	cn, _ = client.StorageV1().CSINodes().Get(ctx, "n1", metav1.GetOptions{})
 	if len(cn.Spec.Drivers) != 1 || cn.Spec.Drivers[0].Name != "b.csi" {
 		t.Errorf("CSINode drivers after deregistration %+v", cn.Spec.Drivers)
+	}
+}
+
+// The kubelet rotates its client certificate and closes its API
+// connections while a registration writes the Node and the CSINode: each
+// write cut that way is made again, and the driver is registered, not
+// refused (a refusal makes node-driver-registrar exit). A write that
+// fails otherwise still refuses it.
+func TestDriversWriteAgainWhenTheirConnectionIsClosed(t *testing.T) {
+	ctx := context.Background()
+	closed := &url.Error{Op: "Put", URL: "https://127.0.0.1:6443/", Err: &net.OpError{Op: "read", Net: "tcp", Err: net.ErrClosed}}
+	client := fake.NewClientset(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", UID: "node-uid"}})
+	cut := map[string]int{}
+	for _, resource := range []string{"nodes", "csinodes"} {
+		client.PrependReactor("update", resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if cut[resource] < 1 {
+				cut[resource]++
+				return true, nil, closed
+			}
+			return false, nil, nil
+		})
+	}
+	d := New(Options{NodeName: "n1", Client: client, CallTimeout: 5 * time.Second})
+	if err := d.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a := serveDriver(t, &nodeServer{resp: &csipb.NodeGetInfoResponse{NodeId: "a-n1"}})
+	if err := d.RegisterPlugin(ctx, "a.csi", a, []string{"1.0.0"}); err != nil {
+		t.Fatalf("RegisterPlugin = %v, want the cut writes made again", err)
+	}
+	if cut["nodes"] != 1 || cut["csinodes"] != 1 {
+		t.Errorf("writes cut: %v, want one of each", cut)
+	}
+	node, _ := client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+	cn, _ := client.StorageV1().CSINodes().Get(ctx, "n1", metav1.GetOptions{})
+	if node.Annotations[AnnotationNodeID] != `{"a.csi":"a-n1"}` || len(cn.Spec.Drivers) != 1 {
+		t.Errorf("after registration: node annotations %v, CSINode drivers %+v", node.Annotations, cn.Spec.Drivers)
+	}
+
+	client.PrependReactor("update", "csinodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("etcdserver: request timed out")
+	})
+	b := serveDriver(t, &nodeServer{resp: &csipb.NodeGetInfoResponse{NodeId: "b-n1"}})
+	if err := d.RegisterPlugin(ctx, "b.csi", b, []string{"1.0.0"}); err == nil || !strings.Contains(err.Error(), "request timed out") {
+		t.Errorf("RegisterPlugin with a failing CSINode write = %v, want that failure", err)
 	}
 }
 
