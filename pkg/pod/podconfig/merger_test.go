@@ -120,10 +120,18 @@ func TestMergerSlowConsumerLosesNothing(t *testing.T) {
 		}
 		send(t, api, PodUpdate{Op: SET, Source: podspec.SourceAPI, Pods: []*v1.Pod{pod("x", "x")}})
 	}
+	// Each source's last set holds a pod no earlier one has. A source's
+	// sets are taken in order, so once the consumer knows that pod, every
+	// earlier set of its source has been taken too: the final state below
+	// cannot be met early, while the merger is still taking sets that
+	// passed through it before (the last file set above is the final
+	// file state of every round).
+	send(t, file, PodUpdate{Op: SET, Source: podspec.SourceFile, Pods: []*v1.Pod{pod("b", "b", withImage("img:2")), pod("c", "c"), pod("f", "f")}})
+	send(t, api, PodUpdate{Op: SET, Source: podspec.SourceAPI, Pods: []*v1.Pod{pod("x", "x"), pod("y", "y")}})
 
 	// Now consume, applying each update to a model of what the kubelet knows.
 	model := map[string]map[string]string{podspec.SourceFile: {}, podspec.SourceAPI: {}} // source -> uid -> image
-	want := "api[x=img:1] file[b=img:2 c=img:1]"
+	want := "api[x=img:1 y=img:1] file[b=img:2 c=img:1 f=img:1]"
 	render := func() string {
 		var parts []string
 		for _, src := range []string{podspec.SourceAPI, podspec.SourceFile} {
