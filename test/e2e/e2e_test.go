@@ -165,6 +165,9 @@ func setup(tmp string) error {
 	if err != nil {
 		return err
 	}
+	if err := sweepLeftovers(); err != nil {
+		return err
+	}
 	clusterDNS = clusterEnv["CLUSTER_DNS"]
 	if clusterDNS == "" {
 		clusterDNS = "10.96.0.10"
@@ -236,6 +239,34 @@ authorization:
 		return err
 	}
 	kubelet.Args = append(kubelet.Args, vnArgs...)
+	return nil
+}
+
+// sweepLeftovers deletes what an interrupted run of this tier left in
+// the cluster: its test namespaces (namespace() names them e2e-…) and
+// their pods. The runtime has just been cleared and no kubelet serves the
+// node yet, so nothing would ever confirm those pods' deletion; they are
+// removed at once (grace period 0), or the first test to count the
+// node's pods (eviction, pod resources) would meet them.
+func sweepLeftovers() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	nss, err := client.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing namespaces to sweep: %w", err)
+	}
+	for _, ns := range nss.Items {
+		if !strings.HasPrefix(ns.Name, "e2e-") {
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "e2e: deleting namespace %s, left by an earlier run\n", ns.Name)
+		if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+		}
+		if err := client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting the pods of namespace %s: %w", ns.Name, err)
+		}
+	}
 	return nil
 }
 
