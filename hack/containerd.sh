@@ -5,6 +5,9 @@
 #   hack/containerd.sh up     [INSTANCE]   start (no-op when the wanted containerd answers)
 #   hack/containerd.sh down   [INSTANCE]   remove all CRI pods, stop, clean state
 #   hack/containerd.sh down --purge [INSTANCE]   ... and drop images and config too
+#   hack/containerd.sh stop   [INSTANCE]   stop the daemon only: its pods' shims and
+#                                          containers keep running (systemd's
+#                                          KillMode=process); `up` starts it again
 #   hack/containerd.sh status [INSTANCE]   exit 0 when running
 #   hack/containerd.sh socket [INSTANCE]   print the gRPC socket path
 #
@@ -27,7 +30,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
 
-usage() { sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 cmd=${1:-}
 [ -n "$cmd" ] || usage
@@ -493,6 +496,7 @@ status() {
 case $cmd in
   up) up ;;
   down) down ;;
+  stop) gk_require_root; stop_daemon ;;
   status) status ;;
   socket) echo "$GK_CTRD_SOCK" ;;
   *) usage ;;

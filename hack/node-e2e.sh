@@ -121,6 +121,7 @@ MIRROR_PORT=5055
 MIRROR=""
 case $SET in node-e2e-serial | node-e2e-groups) MIRROR=127.0.0.1:$MIRROR_PORT ;; esac
 REGISTRY_PID=""
+SYSTEMDBUS_PID=""
 ROOT=/var/lib/kubelet
 
 T0=$SECONDS
@@ -138,11 +139,19 @@ cleanup() {
   # stopped here (it runs the binary of --k8s-bin-dir).
   pkill -TERM -f "^$KBIN_DIR/kubelet " 2>/dev/null || true
   [ -z "$REGISTRY_PID" ] || kill "$REGISTRY_PID" 2>/dev/null || true
+  # Before the instance goes down: the stand-in would restart it.
+  stop_systemdbus
   if [ -n "${CLEAN_INSTANCE:-}" ]; then
     hack/containerd.sh down "$INST" >/dev/null 2>&1 || gk_warn "hack/containerd.sh down $INST failed"
     gk_umount_under "$ROOT" || true
   fi
   exit "$rc"
+}
+stop_systemdbus() {
+  [ -n "$SYSTEMDBUS_PID" ] || return 0
+  kill "$SYSTEMDBUS_PID" 2>/dev/null || true
+  wait "$SYSTEMDBUS_PID" 2>/dev/null || true
+  SYSTEMDBUS_PID=""
 }
 KBIN_DIR=$OUT/k8s-bin
 trap cleanup EXIT
@@ -298,6 +307,28 @@ else
       suite_path=$(tr ':' '\n' <<<"$PATH" | sed "s#^/usr/bin\$#$nosd#; s#^/bin\$#$nosd#" | paste -sd:) ;;
   esac
 fi
+# The same sets stop and start the container runtime through systemd's
+# D-Bus API (GetUnitByPID, StopUnit, StartUnit), and count on systemd to
+# restart a runtime they kill (Restart=always). Without systemd,
+# hack/tools/systemdbus serves that on systemd's private socket for this
+# instance's containerd as containerd.service, and the suite finds the
+# runtime's pid in the instance's pid file.
+if [ ! -d /run/systemd/system ] && [[ $suite_path == "$GK_REPO_ROOT/hack/node-e2e-systemd:"* ]]; then
+  go build -o "$OUT/bin/systemdbus" ./hack/tools/systemdbus
+  unit="$GK_REPO_ROOT/hack/node-e2e-systemd/containerd-unit"
+  "$OUT/bin/systemdbus" -socket /run/systemd/private -unit containerd.service -pidfile "$GK_CTRD_PID" \
+    -start "$unit start $INST /docker-daemon" -stop "$unit stop $INST /docker-daemon" -restart-sec 5s \
+    >"$OUT/systemdbus.log" 2>&1 9>&- &
+  SYSTEMDBUS_PID=$!
+  for _ in $(seq 50); do
+    [ -S /run/systemd/private ] && break
+    kill -0 "$SYSTEMDBUS_PID" 2>/dev/null || { cat "$OUT/systemdbus.log" >&2; gk_die "the systemd D-Bus stand-in did not start"; }
+    sleep 0.1
+  done
+  [ -S /run/systemd/private ] || gk_die "the systemd D-Bus stand-in does not serve /run/systemd/private"
+  test_args+=(--container-runtime-pid-file="$GK_CTRD_PID")
+  note "systemd D-Bus stand-in on /run/systemd/private for containerd.service (log: $OUT/systemdbus.log)"
+fi
 
 stage "running the suite, $PROCS ginkgo processes (log: $OUT/ginkgo.log)"
 start_run=$SECONDS
@@ -314,6 +345,7 @@ junit=$(ls "$OUT"/report/junit*.xml 2>/dev/null | head -n 1)
 stage "cleaning up: containerd '$INST'"
 pkill -TERM -f "^$KBIN_DIR/kubelet " 2>/dev/null || true
 [ -z "$REGISTRY_PID" ] || { kill "$REGISTRY_PID" 2>/dev/null || true; REGISTRY_PID=""; }
+stop_systemdbus
 hack/containerd.sh down "$INST" >/dev/null 9>&-
 gk_umount_under "$ROOT" || true
 CLEAN_INSTANCE=""
