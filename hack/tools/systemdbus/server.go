@@ -80,7 +80,9 @@ func (s *server) handle(c net.Conn) {
 	for {
 		msg, err := dbus.DecodeMessage(in)
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			// A client that closes its connection ends it (go-systemd's
+			// Close resets it), not an error.
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, syscall.ECONNRESET) {
 				s.logf("reading a message: %v", err)
 			}
 			return
