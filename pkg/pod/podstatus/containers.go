@@ -28,7 +28,11 @@ const (
 	ReasonError     = "Error"
 
 	msgLostWhileRunning = "The container could not be located when the pod was deleted.  The container used to be Running"
-	msgLostOnTerminate  = "The container could not be located when the pod was terminated"
+	// msgInitLostAfterInit is upstream's message for a regular init
+	// container the runtime no longer has, of a pod whose app containers
+	// were created: it must have exited 0.
+	msgInitLostAfterInit = "Unable to get init container status from container runtime and pod has been initialized, treat it as exited normally"
+	msgLostOnTerminate   = "The container could not be located when the pod was terminated"
 	// exitCodeUnknown is what upstream reports for a container whose exit
 	// is not known (as if killed by SIGKILL).
 	exitCodeUnknown = 137
@@ -67,6 +71,12 @@ type ProbeResults func(kind ProbeKind, containerName, containerID string) (succe
 //     of ContainerStatusUnknown (exit 137) and, unless the pod is being
 //     deleted, one more restart; an instance in unknown state that was
 //     running before becomes terminated the same way;
+//   - a regular init container the runtime no longer has, with no
+//     terminated status before, of a pod with an app container created,
+//     is terminated with reason Completed and exit code 0 (upstream's
+//     inference: it cannot have failed, or the app containers would not
+//     exist), so the pod is not taken back to Pending after a kubelet
+//     restart (static pods keep no status to restore);
 //   - a container the kubelet will start again (see ShouldRestart) with a
 //     reason from the last sync (waiting: ErrImagePull, CrashLoopBackOff, ...)
 //     waits with that reason and message, its terminated state moving to
@@ -154,12 +164,16 @@ func containerStatuses(pod *v1.Pod, specs []v1.Container, kind podspec.Kind, obs
 		if st.Image == "" {
 			st.Image = spec.Image
 		}
+		inferred := init && latest == nil && st.State.Waiting != nil && !podspec.IsSidecar(spec) && anyAppContainerCreated(pod, observed)
+		if inferred {
+			st.State = v1.ContainerState{Terminated: &v1.ContainerStateTerminated{Reason: ReasonCompleted, Message: msgInitLostAfterInit}}
+		}
 
 		restarts := ShouldRestart(pod, spec, init, latest)
 		if kind == podspec.Ephemeral {
 			restarts = pod.DeletionTimestamp == nil && latest == nil
 		}
-		if r, ok := waiting[spec.Name]; ok && r.Reason != "" && !(init && !podspec.IsSidecar(spec) && exitedOK(latest)) && restarts {
+		if r, ok := waiting[spec.Name]; ok && r.Reason != "" && !(init && !podspec.IsSidecar(spec) && exitedOK(latest)) && !inferred && restarts {
 			if st.State.Terminated != nil {
 				st.LastTerminationState = st.State
 			}
@@ -240,6 +254,21 @@ func timeOrZero(t time.Time) metav1.Time {
 		return metav1.Time{}
 	}
 	return metav1.NewTime(t)
+}
+
+// anyAppContainerCreated reports whether the runtime has an instance of
+// one of the pod's app containers that was created, runs or exited: the
+// pod got past its init containers.
+func anyAppContainerCreated(pod *v1.Pod, observed *container.PodStatus) bool {
+	for i := range pod.Spec.Containers {
+		if c := observed.Latest(pod.Spec.Containers[i].Name); c != nil {
+			switch c.State {
+			case container.StateCreated, container.StateRunning, container.StateExited:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func exitedOK(c *container.Status) bool {

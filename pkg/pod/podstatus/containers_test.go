@@ -251,6 +251,86 @@ func TestContainerStatuses(t *testing.T) {
 			},
 		},
 	}
+	// An init container removed from the runtime (a kubelet restart of a
+	// static pod keeps no status of it) after the app container was made.
+	withSidecar := podOf(v1.RestartPolicyAlways, nil, []string{"i"}, "a")
+	wantInferred := func(t *testing.T, st v1.ContainerStatus) {
+		t.Helper()
+		term := st.State.Terminated
+		if term == nil || term.Reason != ReasonCompleted || term.ExitCode != 0 || term.Message != msgInitLostAfterInit {
+			t.Fatalf("state %+v, want terminated Completed, exit 0, with upstream's message", st.State)
+		}
+	}
+	tests = append(tests, []struct {
+		name     string
+		pod      *v1.Pod
+		init     bool
+		observed *container.PodStatus
+		waiting  map[string]container.WaitingReason
+		prev     []v1.ContainerStatus
+		check    func(t *testing.T, st v1.ContainerStatus)
+	}{
+		{
+			name:     "init container gone, app container running: exited normally",
+			pod:      withInit,
+			init:     true,
+			observed: observedOf(inst("a", "c2", container.StateRunning, 0, 0, t0)),
+			check:    wantInferred,
+		},
+		{
+			name:     "init container gone, app container only created: exited normally",
+			pod:      withInit,
+			init:     true,
+			observed: observedOf(inst("a", "c2", container.StateCreated, 0, 0, t0)),
+			check:    wantInferred,
+		},
+		{
+			name:     "init container gone, app container running, a waiting reason from the last sync: exited normally",
+			pod:      withInit,
+			init:     true,
+			observed: observedOf(inst("a", "c2", container.StateRunning, 0, 0, t0)),
+			waiting:  map[string]container.WaitingReason{"i": {Reason: "CrashLoopBackOff"}},
+			check:    wantInferred,
+		},
+		{
+			name: "init container gone, no app container: still initializing",
+			pod:  withInit,
+			init: true,
+			check: func(t *testing.T, st v1.ContainerStatus) {
+				wantWaiting(t, st, ReasonPodInitializing)
+			},
+		},
+		{
+			name:     "init container gone, app container in unknown state: still initializing",
+			pod:      withInit,
+			init:     true,
+			observed: observedOf(inst("a", "c2", container.StateUnknown, 0, 0, t0)),
+			check: func(t *testing.T, st v1.ContainerStatus) {
+				wantWaiting(t, st, ReasonPodInitializing)
+			},
+		},
+		{
+			name:     "sidecar gone, app container running: waits to be restarted",
+			pod:      withSidecar,
+			init:     true,
+			observed: observedOf(inst("a", "c2", container.StateRunning, 0, 0, t0)),
+			check: func(t *testing.T, st v1.ContainerStatus) {
+				wantWaiting(t, st, ReasonPodInitializing)
+			},
+		},
+		{
+			name:     "init container gone with a terminated status before: that status kept",
+			pod:      withInit,
+			init:     true,
+			observed: observedOf(inst("a", "c2", container.StateRunning, 0, 0, t0)),
+			prev:     cs(func() v1.ContainerStatus { s := exited("i", 0); s.ContainerID = "containerd://c1"; return s }()),
+			check: func(t *testing.T, st v1.ContainerStatus) {
+				if st.State.Terminated == nil || st.State.Terminated.Message == msgInitLostAfterInit || st.ContainerID != "containerd://c1" {
+					t.Fatalf("status %+v, want the previous terminated status", st)
+				}
+			},
+		},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := ContainerStatuses(tc.pod, tc.init, tc.observed, tc.waiting, tc.prev, "")
