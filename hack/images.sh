@@ -116,7 +116,11 @@ import() {
 
 "$GK_REPO_ROOT/hack/containerd.sh" up "$GK_INST"
 
-if [ "$(cat "$GK_LIB/images.stamp" 2>/dev/null)" = "$stamp" ] && present; then
+# GK_IMAGES_KEEP_TARS=1 (hack/node-e2e.sh, whose local registry serves
+# them) also wants this checkout's image tars, which a new clone lacks even
+# when the instance holds the images.
+if [ "$(cat "$GK_LIB/images.stamp" 2>/dev/null)" = "$stamp" ] && present &&
+  { [ -z "${GK_IMAGES_KEEP_TARS:-}" ] || [ "$(cat "$work/stamp" 2>/dev/null)" = "$stamp" ]; }; then
   exit 0
 fi
 

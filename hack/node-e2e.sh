@@ -207,8 +207,11 @@ hack/containerd.sh up "$INST" 9>&-
 # system container "runtime" there: containerd runs in that cgroup, where a
 # service manager would have placed it. (The kubelet only reports it.)
 gk_cgroup_join /docker-daemon "$(gk_ctrd_pid)"
-hack/images.sh "$INST" 9>&-
-hack/e2e-images.sh "$INST" 9>&- 2>&1 | sed 's/^/[node-e2e]    /'
+# The local registry serves the image tars of this checkout.
+keep_tars=""
+[ -z "$MIRROR" ] || keep_tars=1
+GK_IMAGES_KEEP_TARS=$keep_tars hack/images.sh "$INST" 9>&-
+GK_IMAGES_KEEP_TARS=$keep_tars hack/e2e-images.sh "$INST" 9>&- 2>&1 | sed 's/^/[node-e2e]    /'
 if [ -n "$MIRROR" ]; then
   # The images just built, as hack/images.sh and hack/e2e-images.sh name
   # their OCI layouts.
