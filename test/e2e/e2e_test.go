@@ -260,8 +260,12 @@ func sweepLeftovers() error {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "e2e: deleting namespace %s, left by an earlier run\n", ns.Name)
-		if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+		// One the earlier run began to delete answers a second delete
+		// with a conflict; its pods still need the push below.
+		if ns.DeletionTimestamp == nil {
+			if err := client.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("deleting namespace %s: %w", ns.Name, err)
+			}
 		}
 		if err := client.CoreV1().Pods(ns.Name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("deleting the pods of namespace %s: %w", ns.Name, err)
