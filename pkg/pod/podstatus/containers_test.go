@@ -24,6 +24,17 @@ func observedOf(cs ...container.Status) *container.PodStatus {
 	return &container.PodStatus{UID: "u1", Containers: cs}
 }
 
+// containerCase is one case of TestContainerStatuses.
+type containerCase struct {
+	name     string
+	pod      *v1.Pod
+	init     bool
+	observed *container.PodStatus
+	waiting  map[string]container.WaitingReason
+	prev     []v1.ContainerStatus
+	check    func(t *testing.T, st v1.ContainerStatus)
+}
+
 func TestContainerStatuses(t *testing.T) {
 	never := podOf(v1.RestartPolicyNever, nil, nil, "a")
 	always := podOf(v1.RestartPolicyAlways, nil, nil, "a")
@@ -34,15 +45,7 @@ func TestContainerStatuses(t *testing.T) {
 	terminatedPrev := exited("a", 3)
 	terminatedPrev.ContainerID = "containerd://gone"
 
-	tests := []struct {
-		name     string
-		pod      *v1.Pod
-		init     bool
-		observed *container.PodStatus
-		waiting  map[string]container.WaitingReason
-		prev     []v1.ContainerStatus
-		check    func(t *testing.T, st v1.ContainerStatus)
-	}{
+	tests := []containerCase{
 		{
 			name: "never created: ContainerCreating",
 			pod:  always,
@@ -261,15 +264,7 @@ func TestContainerStatuses(t *testing.T) {
 			t.Fatalf("state %+v, want terminated Completed, exit 0, with upstream's message", st.State)
 		}
 	}
-	tests = append(tests, []struct {
-		name     string
-		pod      *v1.Pod
-		init     bool
-		observed *container.PodStatus
-		waiting  map[string]container.WaitingReason
-		prev     []v1.ContainerStatus
-		check    func(t *testing.T, st v1.ContainerStatus)
-	}{
+	tests = append(tests, []containerCase{
 		{
 			name:     "init container gone, app container running: exited normally",
 			pod:      withInit,
