@@ -34,7 +34,12 @@ type rejectedPod struct {
 //   - UPDATE when its spec, labels, annotations (but config.seen), owner
 //     references or deletion grace period changed;
 //   - RECONCILE when only its status changed;
-//   - REMOVE when its UID is gone from the set.
+//   - REMOVE when its UID is gone from the set, or is in dropped: the
+//     source left it out of a set the consumer never saw (the merger
+//     coalesced that set away). Such a pod, when back in incoming, is
+//     removed and then added anew, so the consumer sees it leave as the
+//     source said (a static pod's manifest removed and written back
+//     restarts it, as upstream's incremental sources do).
 //
 // An API server pod whose resourceVersion is the known one's is unchanged
 // and is not compared at all: the API server gives every write a new
@@ -44,7 +49,7 @@ type rejectedPod struct {
 //
 // Pods without a UID, and later pods repeating a UID or a namespace/name of
 // the set, are dropped and returned in rejected.
-func diff(source string, old podSet, incoming []*v1.Pod, now time.Time) (next podSet, updates []PodUpdate, rejected []rejectedPod) {
+func diff(source string, old podSet, incoming []*v1.Pod, dropped map[types.UID]bool, now time.Time) (next podSet, updates []PodUpdate, rejected []rejectedPod) {
 	next = make(podSet, len(incoming))
 	seenAt := now.UTC().Format(time.RFC3339Nano)
 	names := make(map[string]bool, len(incoming))
@@ -66,7 +71,11 @@ func diff(source string, old podSet, incoming []*v1.Pod, now time.Time) (next po
 			continue
 		}
 		names[fullName] = true
-		if prev := old[in.UID]; sameAPIVersion(source, prev, in) {
+		prev := old[in.UID]
+		if dropped[in.UID] {
+			prev = nil
+		}
+		if sameAPIVersion(source, prev, in) {
 			next[in.UID] = prev
 			continue
 		}
@@ -76,7 +85,6 @@ func diff(source string, old podSet, incoming []*v1.Pod, now time.Time) (next po
 			pod.Annotations = map[string]string{}
 		}
 		pod.Annotations[podspec.ConfigSourceAnnotation] = source
-		prev := old[pod.UID]
 		switch {
 		case prev != nil && prev.Annotations[podspec.ConfigSeenAnnotation] != "":
 			pod.Annotations[podspec.ConfigSeenAnnotation] = prev.Annotations[podspec.ConfigSeenAnnotation]
@@ -101,7 +109,7 @@ func diff(source string, old podSet, incoming []*v1.Pod, now time.Time) (next po
 
 	var removes []*v1.Pod
 	for uid, pod := range old {
-		if next[uid] == nil {
+		if next[uid] == nil || dropped[uid] {
 			removes = append(removes, pod)
 		}
 	}

@@ -60,7 +60,7 @@ func withResourceVersion(rv string) func(*v1.Pod) {
 // carry the merger's annotations.
 func known(t *testing.T, pods ...*v1.Pod) podSet {
 	t.Helper()
-	next, _, rejected := diff("src", nil, pods, t0)
+	next, _, rejected := diff("src", nil, pods, nil, t0)
 	if len(rejected) > 0 {
 		t.Fatalf("rejected %v", rejected)
 	}
@@ -114,7 +114,7 @@ func TestDiff(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			old := known(t, tt.old...)
-			_, updates, rejected := diff("src", old, tt.incoming, t0.Add(time.Hour))
+			_, updates, rejected := diff("src", old, tt.incoming, nil, t0.Add(time.Hour))
 			if got := summary(updates); got != tt.want {
 				t.Errorf("updates = %q, want %q", got, tt.want)
 			}
@@ -132,7 +132,7 @@ func TestDiff(t *testing.T) {
 
 func TestDiffAnnotations(t *testing.T) {
 	in := pod("a", "a")
-	next, _, _ := diff("file", nil, []*v1.Pod{in}, t0)
+	next, _, _ := diff("file", nil, []*v1.Pod{in}, nil, t0)
 	got := next["a"]
 	if got.Annotations[podspec.ConfigSourceAnnotation] != "file" {
 		t.Errorf("config.source = %q, want file", got.Annotations[podspec.ConfigSourceAnnotation])
@@ -146,7 +146,7 @@ func TestDiffAnnotations(t *testing.T) {
 	}
 
 	// Later sets, even with changes, keep the first seen time.
-	next2, updates, _ := diff("file", next, []*v1.Pod{pod("a", "a", withImage("img:2"))}, t0.Add(time.Hour))
+	next2, updates, _ := diff("file", next, []*v1.Pod{pod("a", "a", withImage("img:2"))}, nil, t0.Add(time.Hour))
 	if summary(updates) != "UPDATE:a" {
 		t.Fatalf("updates = %s", summary(updates))
 	}
@@ -176,8 +176,8 @@ func TestDiffResourceVersionShortcut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			old, _, _ := diff(tt.source, nil, []*v1.Pod{pod("a", "a", withResourceVersion("7"))}, t0)
-			next, updates, _ := diff(tt.source, old, []*v1.Pod{tt.in}, t0.Add(time.Hour))
+			old, _, _ := diff(tt.source, nil, []*v1.Pod{pod("a", "a", withResourceVersion("7"))}, nil, t0)
+			next, updates, _ := diff(tt.source, old, []*v1.Pod{tt.in}, nil, t0.Add(time.Hour))
 			if got := summary(updates); got != tt.want {
 				t.Errorf("updates = %q, want %q", got, tt.want)
 			}
@@ -186,6 +186,43 @@ func TestDiffResourceVersionShortcut(t *testing.T) {
 			}
 			if got := next["a"].Annotations[podspec.ConfigSourceAnnotation]; got != tt.source {
 				t.Errorf("config.source = %q, want %q", got, tt.source)
+			}
+		})
+	}
+}
+
+// A pod the source dropped in a set the consumer never saw is removed and,
+// if back, added anew with a new config.seen, whatever its content.
+func TestDiffDropped(t *testing.T) {
+	tests := []struct {
+		name     string
+		old      []*v1.Pod
+		incoming []*v1.Pod
+		dropped  []types.UID
+		want     string
+	}{
+		{"back unchanged", []*v1.Pod{pod("a", "a")}, []*v1.Pod{pod("a", "a")}, []types.UID{"a"}, "REMOVE:a ADD:a"},
+		{"back changed", []*v1.Pod{pod("a", "a")}, []*v1.Pod{pod("a", "a", withImage("img:2"))}, []types.UID{"a"}, "REMOVE:a ADD:a"},
+		{"still gone", []*v1.Pod{pod("a", "a"), pod("b", "b")}, []*v1.Pod{pod("b", "b")}, []types.UID{"a"}, "REMOVE:a"},
+		{"others untouched", []*v1.Pod{pod("a", "a"), pod("b", "b")}, []*v1.Pod{pod("a", "a"), pod("b", "b", withImage("img:2"))}, []types.UID{"a"}, "REMOVE:a ADD:a UPDATE:b"},
+		{"api pod at the same resourceVersion", []*v1.Pod{pod("a", "a", withResourceVersion("7"))}, []*v1.Pod{pod("a", "a", withResourceVersion("7"))}, []types.UID{"a"}, "REMOVE:a ADD:a"},
+		{"dropped but never known", nil, []*v1.Pod{pod("a", "a")}, []types.UID{"a"}, "ADD:a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, _, _ := diff(podspec.SourceAPI, nil, tt.old, nil, t0)
+			dropped := map[types.UID]bool{}
+			for _, uid := range tt.dropped {
+				dropped[uid] = true
+			}
+			next, updates, _ := diff(podspec.SourceAPI, old, tt.incoming, dropped, t0.Add(time.Hour))
+			if got := summary(updates); got != tt.want {
+				t.Errorf("updates = %q, want %q", got, tt.want)
+			}
+			if p := next["a"]; p != nil && dropped["a"] {
+				if seen := p.Annotations[podspec.ConfigSeenAnnotation]; seen != t0.Add(time.Hour).Format(time.RFC3339Nano) {
+					t.Errorf("config.seen of the re-added pod = %q, want the new time", seen)
+				}
 			}
 		})
 	}

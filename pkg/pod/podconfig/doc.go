@@ -18,7 +18,11 @@
 // keeps only the newest set of each source and diffs it when the consumer is
 // ready again, so intermediate sets are coalesced (a pod added and removed
 // meanwhile is never announced) but the consumer always ends at the
-// sources' current state.
+// sources' current state. One thing is never coalesced away: a pod the
+// consumer knows that any intermediate set left out is announced REMOVE,
+// and then ADD if the newest set has it again. Removing a static pod's
+// manifest and writing it back thus restarts the pod however quickly the
+// two happen, as upstream's incremental sources do.
 //
 // SeenAllSources tells the kubelet when every source has been heard from
 // and its pods delivered; until then the kubelet must not treat runtime pods

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 )
@@ -21,13 +22,17 @@ type Merger struct {
 	// wake (capacity 1) tells the loop that pending has something new.
 	wake chan struct{}
 
-	mu       sync.Mutex
-	inputs   map[string]chan PodUpdate
-	runCtx   context.Context // set while Run runs; forwarders stop with it
-	pending  map[string][]*v1.Pod
-	known    map[string]podSet // what the consumer has been (or is being) told
-	seen     sets.Set[string]  // sources whose first set reached the consumer
-	firstSet sets.Set[string]  // sources whose first set has been diffed
+	mu      sync.Mutex
+	inputs  map[string]chan PodUpdate
+	runCtx  context.Context // set while Run runs; forwarders stop with it
+	pending map[string][]*v1.Pod
+	known   map[string]podSet // what the consumer has been (or is being) told
+	// dropped are known pods a coalesced (never diffed) pending set of
+	// the source left out: the consumer must see them removed even if
+	// the newest set has them again.
+	dropped  map[string]map[types.UID]bool
+	seen     sets.Set[string] // sources whose first set reached the consumer
+	firstSet sets.Set[string] // sources whose first set has been diffed
 }
 
 // NewMerger returns a merger with no sources yet.
@@ -39,6 +44,7 @@ func NewMerger() *Merger {
 		inputs:   map[string]chan PodUpdate{},
 		pending:  map[string][]*v1.Pod{},
 		known:    map[string]podSet{},
+		dropped:  map[string]map[types.UID]bool{},
 		seen:     sets.New[string](),
 		firstSet: sets.New[string](),
 	}
@@ -153,8 +159,9 @@ func (m *Merger) diffPending(logger klog.Logger) []queued {
 	sort.Strings(sources)
 	var queue []queued
 	for _, source := range sources {
-		next, updates, rejected := diff(source, m.known[source], m.pending[source], m.now())
+		next, updates, rejected := diff(source, m.known[source], m.pending[source], m.dropped[source], m.now())
 		delete(m.pending, source)
+		delete(m.dropped, source)
 		m.known[source] = next
 		for _, r := range rejected {
 			logger.Error(nil, "Dropping pod from source", "source", source,
@@ -203,12 +210,16 @@ func (m *Merger) record(logger klog.Logger, source string, u PodUpdate) {
 		logger.Error(nil, "Update names another source than its channel; using the channel's",
 			"channel", source, "source", u.Source)
 	}
+	base, ok := m.pending[source]
+	if ok {
+		// base is coalesced away: what it left out stays removed.
+		m.noteDropped(source, base)
+	}
 	if u.Op == SET {
 		m.pending[source] = u.Pods
 		return
 	}
 	// An incremental op edits the newest set of the source.
-	base, ok := m.pending[source]
 	if !ok {
 		for _, p := range m.known[source] {
 			base = append(base, p)
@@ -218,6 +229,10 @@ func (m *Merger) record(logger klog.Logger, source string, u PodUpdate) {
 	byUID := map[string]int{}
 	set := make([]*v1.Pod, 0, len(base)+len(u.Pods))
 	for _, p := range base {
+		if p == nil {
+			// Removed by an earlier incremental op not yet diffed.
+			continue
+		}
 		byUID[string(p.UID)] = len(set)
 		set = append(set, p)
 	}
@@ -235,6 +250,31 @@ func (m *Merger) record(logger klog.Logger, source string, u PodUpdate) {
 		}
 	}
 	m.pending[source] = set
+}
+
+// noteDropped records the known pods of source that set, a pending set
+// about to be replaced before it was diffed, does not hold. Caller holds
+// m.mu.
+func (m *Merger) noteDropped(source string, set []*v1.Pod) {
+	known := m.known[source]
+	if len(known) == 0 {
+		return
+	}
+	in := make(map[types.UID]bool, len(set))
+	for _, p := range set {
+		if p != nil {
+			in[p.UID] = true
+		}
+	}
+	for uid := range known {
+		if in[uid] {
+			continue
+		}
+		if m.dropped[source] == nil {
+			m.dropped[source] = map[types.UID]bool{}
+		}
+		m.dropped[source][uid] = true
+	}
 }
 
 func copyUpdate(u PodUpdate) PodUpdate {

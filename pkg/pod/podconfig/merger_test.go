@@ -8,6 +8,7 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/gokubelet/kubelet/internal/testing/eventually"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
@@ -201,5 +202,49 @@ func TestMergerReceiverOwnsPods(t *testing.T) {
 	case u := <-m.Updates():
 		t.Fatalf("receiver's edit leaked into the merger: %s", summary([]PodUpdate{u}))
 	case <-time.After(20 * time.Millisecond):
+	}
+}
+
+// Sets a source sends while the consumer has not yet taken the previous
+// ones are coalesced, but a known pod left out of any of them is removed
+// before it is added again: removing a static pod's manifest and writing
+// it back restarts the pod even when both happen between two receives.
+// The sequence is driven through record and diffPending directly, so the
+// coalescing is certain rather than left to the scheduler.
+func TestMergerCoalescedRemovalIsDelivered(t *testing.T) {
+	a, b := pod("a", "a"), pod("b", "b")
+	tests := []struct {
+		name  string
+		known []*v1.Pod
+		sends []PodUpdate
+		want  string
+	}{
+		{"removed and back", []*v1.Pod{a}, []PodUpdate{{Op: SET}, {Op: SET, Pods: []*v1.Pod{a}}}, "REMOVE:a ADD:a"},
+		{"removed, back, removed", []*v1.Pod{a}, []PodUpdate{{Op: SET}, {Op: SET, Pods: []*v1.Pod{a}}, {Op: SET}}, "REMOVE:a"},
+		{"incremental remove and add", []*v1.Pod{a, b}, []PodUpdate{{Op: REMOVE, Pods: []*v1.Pod{a}}, {Op: ADD, Pods: []*v1.Pod{a}}}, "REMOVE:a ADD:a"},
+		{"only the pod left out is removed and added", []*v1.Pod{a, b}, []PodUpdate{{Op: SET, Pods: []*v1.Pod{a}}, {Op: SET, Pods: []*v1.Pod{a, b}}}, "REMOVE:b ADD:b"},
+		{"never known: added once", nil, []PodUpdate{{Op: SET, Pods: []*v1.Pod{a}}, {Op: SET}, {Op: SET, Pods: []*v1.Pod{a}}}, "ADD:a"},
+		{"one set is not coalesced", []*v1.Pod{a}, []PodUpdate{{Op: SET, Pods: []*v1.Pod{a}}}, ""},
+	}
+	logger := klog.Background()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMerger()
+			m.record(logger, podspec.SourceFile, PodUpdate{Op: SET, Pods: tt.known})
+			m.diffPending(logger)
+			for _, u := range tt.sends {
+				m.record(logger, podspec.SourceFile, u)
+			}
+			var got []PodUpdate
+			for _, q := range m.diffPending(logger) {
+				got = append(got, q.update)
+			}
+			if s := summary(got); s != tt.want {
+				t.Errorf("updates = %q, want %q", s, tt.want)
+			}
+			if len(m.dropped) != 0 {
+				t.Errorf("dropped not cleared after the diff: %v", m.dropped)
+			}
+		})
 	}
 }
