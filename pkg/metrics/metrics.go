@@ -381,6 +381,28 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"reason"})
 
+	// The image pull records of KubeletEnsureSecretPulledImages
+	// (pkg/runtime/images/pullrecords), upstream's names: the intent and
+	// pulled record files under <root-dir>/image_manager, and each check
+	// of whether a pod may use an image already present, by result
+	// (credentialPolicyAllowed, credentialRecordFound, mustAuthenticate,
+	// error).
+	ImageManagerOnDiskPullIntents = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "imagemanager_ondisk_pullintents",
+		Help:           "Image pull intents (pulls under way, or interrupted) recorded on disk.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	ImageManagerOnDiskPulledRecords = metrics.NewGauge(&metrics.GaugeOpts{
+		Subsystem: KubeletSubsystem, Name: "imagemanager_ondisk_pulledrecords",
+		Help:           "Image pulled records (images the kubelet pulled, with the credentials used) on disk.",
+		StabilityLevel: metrics.ALPHA,
+	})
+	ImageManagerMustPullChecksTotal = metrics.NewCounterVec(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "imagemanager_image_mustpull_checks_total",
+		Help:           "Checks of whether a pod must show its credentials (pull) to use an image already on the node, by result.",
+		StabilityLevel: metrics.ALPHA,
+	}, []string{"result"})
+
 	// StartedPodsTotal counts pod sandboxes the kubelet tried to create.
 	StartedPodsTotal = metrics.NewCounter(&metrics.CounterOpts{
 		Subsystem: KubeletSubsystem, Name: "started_pods_total",
@@ -448,6 +470,7 @@ func kubeletMetrics() []metrics.Registerable {
 		StartedPodsTotal, StartedPodsErrorsTotal, StartedContainersTotal, StartedContainersErrorsTotal,
 		ImagePullDuration, CgroupVersion,
 		DevicePluginRegistrations, DevicePluginAllocationDuration,
+		ImageManagerOnDiskPullIntents, ImageManagerOnDiskPulledRecords, ImageManagerMustPullChecksTotal,
 	}
 }
 
