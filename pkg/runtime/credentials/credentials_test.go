@@ -87,7 +87,7 @@ func TestForPull(t *testing.T) {
 		t.Errorf("node keyring from %q", src)
 	}
 	sec := secrets{
-		"ns/json": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "json"}, Type: v1.SecretTypeDockerConfigJson,
+		"ns/json": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "json", UID: "uid-json"}, Type: v1.SecretTypeDockerConfigJson,
 			Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(`{"auths":{"registry.example":{"username":"pod","password":"pp"}}}`)}},
 		"ns/cfg": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cfg"}, Type: v1.SecretTypeDockercfg,
 			Data: map[string][]byte{v1.DockerConfigKey: []byte(`{"other.example":{"username":"legacy","password":"lp"}}`)}},
@@ -98,10 +98,10 @@ func TestForPull(t *testing.T) {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: v1.PodSpec{
 		ImagePullSecrets: []v1.LocalObjectReference{{Name: "json"}, {Name: "cfg"}, {Name: "opaque"}, {Name: "gone"}, {Name: ""}}}}
 	got := f(context.Background(), pod, "registry.example/app:1.0")
-	if len(got) != 2 || got[0].Username != "pod" || got[1].Username != "node" {
+	if len(got) != 2 || got[0].Auth.Username != "pod" || got[1].Auth.Username != "node" {
 		t.Errorf("registry.example: %v (pod secret first, then the node's)", got)
 	}
-	if got := f(context.Background(), pod, "other.example/app@sha256:"+strings.Repeat("a", 64)); len(got) != 1 || got[0].Password != "lp" {
+	if got := f(context.Background(), pod, "other.example/app@sha256:"+strings.Repeat("a", 64)); len(got) != 1 || got[0].Auth.Password != "lp" {
 		t.Errorf("other.example: %v", got)
 	}
 	if got := f(context.Background(), pod, "busybox"); len(got) != 0 {
@@ -114,5 +114,56 @@ func TestForPull(t *testing.T) {
 		}
 	default:
 		t.Errorf("no event for the missing pull secret")
+	}
+}
+
+// The hash a pull record keeps of a login must be upstream's, or a node
+// handed over between the kubelets would re-verify every image (or, worse,
+// never match). The vectors are what upstream 1.37.2's keyring computes
+// for the same secrets (its own test vectors, and a login whose "auth"
+// field wins over username and password).
+func TestHashIsUpstreams(t *testing.T) {
+	for _, tc := range []struct {
+		config, image, want string
+	}{
+		{`{"auths":{"test.registry.io":{"auth":"dXNlcjpwYXNzd29yZA=="}}}`, "test.registry.io/app", "a55436fc140d516560d072c5fe8700385ce9f41629abf65c1edcbcb39fac691d"},
+		{`{"auths":{"r.example":{"username":"ada","password":"smash","email":"ada@example.com"}}}`, "r.example/app", "353258b53f5e9a57b059eab3f05312fc35bbeb874f08ce101e7bf0bf46977423"},
+		{`{"auths":{"r.example/team":{"username":"grace","password":"squash"}}}`, "r.example/team/app", "49b8d35fab37ffe85750444e18c422109fb1f624f01189952b2e2d30a03a6a3b"},
+		{`{"auths":{"r.example":{"username":"u","password":"p","auth":"` + auth("x", "y") + `"}}}`, "r.example/app", "d1bf6b82e6fb2627651339e5ed089009e3e0d0aee198eb4c8cf0de07a4572e85"},
+	} {
+		c, err := ParseConfigJSON([]byte(tc.config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := &Keyring{}
+		k.Add(c)
+		got := k.Lookup(tc.image)
+		if len(got) != 1 || Hash(got[0]) != tc.want {
+			t.Errorf("%s: %v, hash want %s", tc.config, got, tc.want)
+		}
+	}
+}
+
+// Each login says where it came from: a pull secret's namespace, name,
+// UID and the login's hash, or nothing for the node's own, which any pod
+// may use.
+func TestForPullTellsTheSource(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte(`{"auths":{"registry.example":{"auth":"`+auth("node", "np")+`"}}}`), 0o600)
+	sec := secrets{
+		"ns/a": {ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "uid-a"}, Type: v1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{v1.DockerConfigJsonKey: []byte(`{"auths":{"registry.example":{"username":"pod","password":"pp"}}}`)}},
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: v1.PodSpec{ImagePullSecrets: []v1.LocalObjectReference{{Name: "a"}}}}
+	got := ForPull(sec, NewNodeKeyring(dir), nil)(context.Background(), pod, "registry.example/app:1.0")
+	if len(got) != 2 {
+		t.Fatalf("%v", got)
+	}
+	s := got[0].Secret
+	if s == nil || s.Namespace != "ns" || s.Name != "a" || s.UID != "uid-a" || s.CredentialHash != Hash(Entry{Username: "pod", Password: "pp"}) || s.CredentialHash == "" {
+		t.Errorf("pod secret's login: %+v", s)
+	}
+	if got[1].Secret != nil || got[1].Auth.Username != "node" {
+		t.Errorf("the node's login has a source: %+v", got[1])
 	}
 }

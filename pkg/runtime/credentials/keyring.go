@@ -5,10 +5,20 @@
 // (config.json in the kubelet's root directory, the working directory,
 // ~/.docker and /.docker; then .dockercfg), matched by registry host (with
 // glob patterns per DNS label), port and path prefix.
+//
+// Each login carries its source (Login.Secret): the pull secret's
+// namespace, name and UID with the login's Hash (upstream's), or nothing
+// for the node's own logins, so that the image puller can record what
+// pulled an image and later tell whether another pod holds the same
+// credentials (KubeletEnsureSecretPulledImages). There are no image
+// credential provider plugins here, so no login comes from a service
+// account.
 package credentials
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +29,6 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
-	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
 // Entry is one registry login.
@@ -88,17 +97,36 @@ func ParseDockercfg(b []byte) (Config, error) {
 	return c, nil
 }
 
-// Keyring holds logins by location, looked up most specific first.
+// Keyring holds logins by location, looked up most specific first, each
+// with the pull secret it came from (nil for the node's own).
 type Keyring struct {
 	index []string
-	creds map[string][]Entry
+	creds map[string][]Tracked
 }
 
-// Add adds a config's logins. Locations are normalised: the scheme and a
-// leading /v1/ or /v2/ path are dropped.
-func (k *Keyring) Add(c Config) {
+// SecretRef names the pull secret a login came from.
+type SecretRef struct {
+	Namespace string
+	Name      string
+	UID       string
+}
+
+// Tracked is a login with its source: Secret is nil for a login of the
+// node's own config files, which every pod on the node may use.
+type Tracked struct {
+	Entry
+	Secret *SecretRef
+}
+
+// Add adds a config's logins, the node's own (no secret). Locations are
+// normalised: the scheme and a leading /v1/ or /v2/ path are dropped.
+func (k *Keyring) Add(c Config) { k.AddFrom(nil, c) }
+
+// AddFrom adds a config's logins read from the pull secret src (nil: the
+// node's own).
+func (k *Keyring) AddFrom(src *SecretRef, c Config) {
 	if k.creds == nil {
-		k.creds = map[string][]Entry{}
+		k.creds = map[string][]Tracked{}
 	}
 	for loc, e := range c {
 		v := loc
@@ -120,7 +148,7 @@ func (k *Keyring) Add(c Config) {
 		if _, ok := k.creds[key]; !ok {
 			k.index = append(k.index, key)
 		}
-		k.creds[key] = append(k.creds[key], e)
+		k.creds[key] = append(k.creds[key], Tracked{Entry: e, Secret: src})
 	}
 	// Reverse lexical order: longer (more specific) keys of a host first.
 	sort.Sort(sort.Reverse(sort.StringSlice(k.index)))
@@ -132,10 +160,19 @@ const defaultRegistryHost = "index.docker.io"
 // e.g. "registry.example:5000/team/app:1.0"), most specific first. Docker
 // Hub images also match an index.docker.io login.
 func (k *Keyring) Lookup(image string) []Entry {
+	var out []Entry
+	for _, t := range k.LookupTracked(image) {
+		out = append(out, t.Entry)
+	}
+	return out
+}
+
+// LookupTracked is Lookup with each login's source.
+func (k *Keyring) LookupTracked(image string) []Tracked {
 	if k == nil {
 		return nil
 	}
-	var out []Entry
+	var out []Tracked
 	for _, key := range k.index {
 		if match(key, image) {
 			out = append(out, k.creds[key]...)
@@ -195,7 +232,8 @@ func isDockerHub(image string) bool {
 
 // FromSecrets builds a keyring from pull secrets of the types
 // kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg; others are
-// ignored. A secret that does not parse is an error naming it.
+// ignored. Each login remembers its secret (namespace, name, UID). A
+// secret that does not parse is an error naming it.
 func FromSecrets(secrets []*v1.Secret) (*Keyring, error) {
 	k := &Keyring{}
 	for _, s := range secrets {
@@ -212,16 +250,30 @@ func FromSecrets(secrets []*v1.Secret) (*Keyring, error) {
 		if err != nil {
 			return nil, fmt.Errorf("image pull secret %s/%s: %w", s.Namespace, s.Name, err)
 		}
-		k.Add(c)
+		k.AddFrom(&SecretRef{Namespace: s.Namespace, Name: s.Name, UID: string(s.UID)}, c)
 	}
 	return k, nil
 }
 
-// AuthConfigs turns logins into CRI auth configs for a pull.
-func AuthConfigs(entries []Entry) []*runtimeapi.AuthConfig {
-	out := make([]*runtimeapi.AuthConfig, 0, len(entries))
-	for _, e := range entries {
-		out = append(out, &runtimeapi.AuthConfig{Username: e.Username, Password: e.Password})
+// Hash is the hash of a login that pull records keep
+// (<root-dir>/image_manager, KubeletEnsureSecretPulledImages): the hex
+// SHA-256 of its JSON as upstream's kubelet writes it, so that records
+// written by either kubelet match the other's logins. The fields and their
+// order are the Docker client's auth config's; a login read from a Docker
+// config has only a username, a password and an email.
+func Hash(e Entry) string {
+	b, err := json.Marshal(struct {
+		Username      string `json:"username,omitempty"`
+		Password      string `json:"password,omitempty"`
+		Auth          string `json:"auth,omitempty"`
+		Email         string `json:"email,omitempty"`
+		ServerAddress string `json:"serveraddress,omitempty"`
+		IdentityToken string `json:"identitytoken,omitempty"`
+		RegistryToken string `json:"registrytoken,omitempty"`
+	}{Username: e.Username, Password: e.Password, Email: e.Email})
+	if err != nil {
+		return ""
 	}
-	return out
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }

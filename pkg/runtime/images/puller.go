@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/distribution/reference"
@@ -14,9 +15,13 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"k8s.io/utils/clock"
 
 	"github.com/gokubelet/kubelet/pkg/runtime/backoff"
+	"github.com/gokubelet/kubelet/pkg/runtime/credentials"
+	"github.com/gokubelet/kubelet/pkg/runtime/images/pullrecords"
+	"github.com/gokubelet/kubelet/pkg/runtime/images/pullverify"
 )
 
 // Reasons a container waits with when its image is not ready. They are the
@@ -59,9 +64,12 @@ func AsError(err error) (*Error, bool) {
 	return e, ok
 }
 
-// Credentials returns the registry credentials to try for image, in order.
-// Anonymous pull is tried when it returns none.
-type Credentials func(ctx context.Context, pod *v1.Pod, image string) []*runtimeapi.AuthConfig
+// Credentials returns the registry logins to try for image, in order,
+// each with its source (a pull secret, or the node's own). Anonymous pull
+// is tried when it returns none. It is called at most once per
+// EnsureImage, and only when a pull happens or a present image's pull
+// records need the pod's credentials.
+type Credentials func(ctx context.Context, pod *v1.Pod, image string) []credentials.Login
 
 // Options configure a Puller.
 type Options struct {
@@ -74,6 +82,12 @@ type Options struct {
 	MaxParallel int
 	// Credentials may be nil.
 	Credentials Credentials
+	// Records, when set, keeps what pulled each image and decides whether
+	// a pod may use an image already present without pulling it
+	// (KubeletEnsureSecretPulledImages; packages pullrecords and
+	// pullverify). Nil: any pod uses a present image, as before the
+	// feature.
+	Records *pullrecords.Manager
 }
 
 // Puller ensures images. Safe for concurrent use.
@@ -84,6 +98,7 @@ type Puller struct {
 	backoff  *flowcontrol.Backoff
 	slots    chan struct{} // nil = unbounded
 	creds    Credentials
+	records  *pullrecords.Manager
 }
 
 // NewPuller returns a Puller.
@@ -94,7 +109,7 @@ func NewPuller(o Options) *Puller {
 	if o.Recorder == nil {
 		o.Recorder = &record.FakeRecorder{}
 	}
-	p := &Puller{svc: o.Service, recorder: o.Recorder, clock: o.Clock, creds: o.Credentials,
+	p := &Puller{svc: o.Service, recorder: o.Recorder, clock: o.Clock, creds: o.Credentials, records: o.Records,
 		backoff: backoff.New(backoff.ImagePull, o.Clock)}
 	n := o.MaxParallel
 	if o.Serialize {
@@ -177,6 +192,12 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	spec := &runtimeapi.ImageSpec{Image: image}
 	policy := PullPolicy(c)
+	logins := sync.OnceValue(func() []credentials.Login {
+		if p.creds == nil {
+			return nil
+		}
+		return p.creds(ctx, pod, image)
+	})
 
 	present := ""
 	if policy != v1.PullAlways {
@@ -190,8 +211,19 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 			present = st.GetImage().GetId()
 		}
 		if present != "" {
-			p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
-			return present, nil
+			if p.records == nil {
+				p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
+				return present, nil
+			}
+			if !p.records.MustPull(ctx, c.Image, present, func() pullverify.PodCredentials { return podCredentials(logins()) }) {
+				p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine and can be accessed by the pod", c.Image)
+				return present, nil
+			}
+			// The pod must show credentials that pulled the image: it
+			// pulls with its own (IfNotPresent). With Never it fails as
+			// if the image were absent, which does not reveal that
+			// another pod's credentials brought it (upstream's rule).
+			logger.V(2).Info("Image present, but no recorded pull of it used credentials the pod has; the pod must pull it itself", "pod", klog.KObj(pod), "image", c.Image, "pullPolicy", policy)
 		}
 		if policy == v1.PullNever {
 			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
@@ -211,19 +243,40 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		return "", &Error{Reason: ReasonImagePullBackOff, Message: msg, RetryAfter: p.backoff.Get(key)}
 	}
 
+	if p.records != nil {
+		if err := p.records.RecordPullIntent(ctx, c.Image); err != nil {
+			msg := fmt.Sprintf("Failed to record image pull intent for container image %q: %v", c.Image, err)
+			p.recorder.Event(ref, v1.EventTypeWarning, EventFailed, msg)
+			return "", &Error{Reason: ReasonErrImagePull, Message: msg, Err: err}
+		}
+	}
 	p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
 	waitStart := p.clock.Now()
 	if p.slots != nil {
 		select {
 		case p.slots <- struct{}{}:
 		case <-ctx.Done():
+			if p.records != nil {
+				p.records.RecordPullFailed(ctx, c.Image)
+			}
 			return "", &Error{Reason: ReasonErrImagePull, Message: ctx.Err().Error(), Err: ctx.Err()}
 		}
 	}
 	pullStart := p.clock.Now()
-	imageRef, err := p.pull(ctx, pod, spec, sandbox)
+	imageRef, used, err := p.pull(ctx, spec, sandbox, logins())
 	if p.slots != nil {
 		<-p.slots
+	}
+	if p.records != nil {
+		if err != nil {
+			p.records.RecordPullFailed(ctx, c.Image)
+		} else {
+			var secret *kubeletv1beta1.ImagePullSecret
+			if used != nil {
+				secret = used.Secret
+			}
+			p.records.RecordPulled(ctx, c.Image, imageRef, pullverify.PulledWith(secret))
+		}
 	}
 	done := p.clock.Now()
 	if err != nil {
@@ -242,21 +295,34 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	return imageRef, nil
 }
 
-func (p *Puller) pull(ctx context.Context, pod *v1.Pod, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
-	var auths []*runtimeapi.AuthConfig
-	if p.creds != nil {
-		auths = p.creds(ctx, pod, spec.Image)
-	}
-	if len(auths) == 0 {
-		return p.svc.PullImage(ctx, spec, nil, sandbox)
+// pull tries each login in turn, or pulls anonymously when there is none,
+// and returns the image ref and the login that succeeded (nil when
+// anonymous).
+func (p *Puller) pull(ctx context.Context, spec *runtimeapi.ImageSpec, sandbox *runtimeapi.PodSandboxConfig, logins []credentials.Login) (string, *credentials.Login, error) {
+	if len(logins) == 0 {
+		ref, err := p.svc.PullImage(ctx, spec, nil, sandbox)
+		return ref, nil, err
 	}
 	var errs []string
-	for _, a := range auths {
-		ref, err := p.svc.PullImage(ctx, spec, a, sandbox)
+	for i := range logins {
+		ref, err := p.svc.PullImage(ctx, spec, logins[i].Auth, sandbox)
 		if err == nil {
-			return ref, nil
+			return ref, &logins[i], nil
 		}
 		errs = append(errs, err.Error())
 	}
-	return "", errors.New(strings.Join(errs, "; "))
+	return "", nil, errors.New(strings.Join(errs, "; "))
+}
+
+// podCredentials are the pod's pull secrets' logins for the image, as the
+// pull records compare them (the node's own logins prove nothing about
+// the pod).
+func podCredentials(logins []credentials.Login) pullverify.PodCredentials {
+	var out pullverify.PodCredentials
+	for _, l := range logins {
+		if l.Secret != nil {
+			out.Secrets = append(out.Secrets, *l.Secret)
+		}
+	}
+	return out
 }
