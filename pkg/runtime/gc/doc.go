@@ -22,7 +22,9 @@
 // refers to it; images first seen less than imageMinimumGCAge ago, pinned
 // images and the sandbox (pause) image are never removed. With
 // imageGCHighThresholdPercent 100 and no imageMaximumGCAge the periodic
-// collection is off (Disabled), as upstream documents it.
+// collection is off (Disabled), as upstream documents it. After each
+// collection AfterCollect hears which images are left, so the image pull
+// records of images gone from the node are pruned.
 //
 // The policies are pure functions (SelectContainers, SelectSandboxes,
 // SelectImages) with table tests; the collectors around them make the CRI

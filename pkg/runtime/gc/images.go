@@ -113,6 +113,12 @@ type ImageGC struct {
 	Recorder  record.EventRecorder
 	NodeRef   *v1.ObjectReference
 	Clock     clock.Clock
+	// AfterCollect, when set, is called after each collection (the
+	// periodic one, whatever it removed, and DeleteUnusedImages) with the
+	// IDs of the images still on the node and the time their listing
+	// began: the image pull records prune the records of other images
+	// (KubeletEnsureSecretPulledImages).
+	AfterCollect func(ctx context.Context, present []string, listedAt time.Time)
 
 	mu      sync.Mutex
 	records map[string]*ImageRecord
@@ -178,6 +184,7 @@ func (g *ImageGC) GarbageCollect(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer g.afterCollect(ctx, now)
 	cands := EvictionOrder(recs)
 	var errs []error
 	g.mu.Lock()
@@ -236,6 +243,7 @@ func (g *ImageGC) DeleteUnusedImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	defer g.afterCollect(ctx, now)
 	var errs []error
 	for _, r := range SelectImages(EvictionOrder(recs), math.MaxInt64, now, g.Policy.MinAge) {
 		if err := g.remove(ctx, r, "pressure"); err != nil {
@@ -243,6 +251,22 @@ func (g *ImageGC) DeleteUnusedImages(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// afterCollect calls AfterCollect with the images of the listing begun
+// at listedAt, less those removed since.
+func (g *ImageGC) afterCollect(ctx context.Context, listedAt time.Time) {
+	if g.AfterCollect == nil {
+		return
+	}
+	g.mu.Lock()
+	present := make([]string, 0, len(g.records))
+	for id := range g.records {
+		present = append(present, id)
+	}
+	g.mu.Unlock()
+	sort.Strings(present)
+	g.AfterCollect(ctx, present, listedAt)
 }
 
 func (g *ImageGC) event(reason, msg string) {

@@ -154,3 +154,39 @@ func TestRelistOnlyAfterPulls(t *testing.T) {
 		t.Fatalf("a pull during a listing: %d listings in all, want 3", lists()-base)
 	}
 }
+
+// TestAfterCollectGetsTheImagesLeft: after a collection the hook (the pull
+// records' prune) gets the images still on the node, those removed left
+// out, and the time their listing began, also when the collection stops
+// early.
+func TestAfterCollectGetsTheImagesLeft(t *testing.T) {
+	ctx := context.Background()
+	is := critesting.NewFakeImageService()
+	is.SetFakeImages([]string{"keep:1", "old:1"})
+	clk := clocktesting.NewFakeClock(t0)
+	var calls []string
+	g := &ImageGC{Images: is, Runtime: critesting.NewFakeRuntimeService(), Clock: clk,
+		Policy:    ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80},
+		Protected: func(context.Context) []string { return []string{"keep:1"} },
+		AfterCollect: func(_ context.Context, present []string, listedAt time.Time) {
+			calls = append(calls, fmt.Sprint(present, " ", listedAt.Sub(t0)))
+		}}
+	clk.Step(time.Hour)
+	if err := g.DeleteUnusedImages(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Minute)
+	// The fake runtime reports no image filesystem: the collection fails
+	// after its listing, and the hook still runs.
+	if err := g.GarbageCollect(ctx); err == nil {
+		t.Fatal("expected the image filesystem error")
+	}
+	want := []string{"[keep:1] 1h0m0s", "[keep:1] 1h1m0s"}
+	if fmt.Sprint(calls) != fmt.Sprint(want) {
+		t.Errorf("AfterCollect calls %q, want %q", calls, want)
+	}
+	is.InjectError("ListImages", fmt.Errorf("runtime down"))
+	if err := g.GarbageCollect(ctx); err == nil || len(calls) != 2 {
+		t.Errorf("a collection without a listing called the hook: %v %q", err, calls)
+	}
+}
