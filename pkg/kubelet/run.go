@@ -264,6 +264,12 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	// pod starts by the runtime, about pods and statuses by the engine.
 	tl := timeline.New(nil)
 
+	// What pulled each image (pullrecords.go; KubeletEnsureSecretPulledImages).
+	records, err := newPullRecords(ctx, s)
+	if err != nil {
+		return err
+	}
+
 	// The runtime, and the probers its liveness decisions read.
 	var probes *prober.Manager
 	// valueFrom.fileKeyRef reads files in the pod's volumes (EnvFiles).
@@ -302,6 +308,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		},
 		PodSpec:         podSpec.Deps,
 		PullCredentials: podSpec.Credentials,
+		PullRecords:     records,
 		CRIObserver:     criObserver{tl, res.imagePulled},
 		StartGate:       startgate.New(startgate.DefaultSlots(), startgate.DefaultSlowAfter),
 	})
@@ -313,6 +320,7 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 		return fmt.Errorf("container runtime at %s does not answer: %w", cfg.ContainerRuntimeEndpoint, err)
 	}
 	log.Info("Container runtime ready", "runtime", rt.Type(), "version", version)
+	recoverPullRecords(ctx, records, rt)
 	probes = prober.NewManager(prober.Options{Exec: prober.CRIExec(rt.RuntimeService()), Recorder: core.Recorder(), HostIPs: hostIPs,
 		H2C:     s.Features.Enabled(features.H2CContainerProbe),
 		GRPCTLS: s.Features.Enabled(features.GRPCContainerProbeTLS)})
@@ -361,6 +369,9 @@ func Run(ctx context.Context, s *kubeletconfig.Settings) error {
 	facts.devices = plugins.devices
 	if err := res.attach(ctx, core, eng, rt); err != nil {
 		return err
+	}
+	if records != nil {
+		res.images.AfterCollect = records.Prune
 	}
 	facts.resources.Store(res)
 	// Device allocation is admission's last check before the fit, as

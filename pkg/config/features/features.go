@@ -70,6 +70,10 @@ const (
 	// the kubelet, preempts for a critical pod's resize (alpha, off by
 	// default).
 	InPlacePodVerticalScalingSchedulerPreemption Feature = "InPlacePodVerticalScalingSchedulerPreemption"
+	// KubeletEnsureSecretPulledImages: an image already on the node is
+	// used by a pod only with credentials that pulled it, as
+	// imagePullCredentialsVerificationPolicy says (beta, on by default).
+	KubeletEnsureSecretPulledImages Feature = "KubeletEnsureSecretPulledImages"
 )
 
 // offByDefault are the wired gates upstream has off by default (alpha
@@ -131,6 +135,7 @@ var Table = []Gate{
 	{ImageMaximumGCAge, Wired, "pkg/config/kubeletconfig", "off: a non-zero imageMaximumGCAge is refused, so unused images are not removed by age"},
 	{InPlacePodVerticalScaling, Wired, "pkg/kubelet, pkg/engine/cri", "off: no allocation is kept and a changed container resource is not resized in place; no PodResizePending/PodResizeInProgress conditions"},
 	{InPlacePodVerticalScalingSchedulerPreemption, Wired, "pkg/pod/allocation, pkg/engine/cri", "off (the default): a critical pod's in-place resize that needs room preempts other pods, as its admission would; on: that resize is deferred (PodResizePending, Deferred) and the scheduler decides any preemption"},
+	{KubeletEnsureSecretPulledImages, Wired, "pkg/kubelet, pkg/runtime/images, pkg/config/kubeletconfig", "on (the default): what pulled each image is recorded under <root-dir>/image_manager in upstream's format, and a pod uses an image already on the node only as imagePullCredentialsVerificationPolicy allows (with credentials that pulled it, by pull secret and credential hash, unless it was pulled anonymously or with the node's own login, or it is preloaded or allowlisted); otherwise IfNotPresent pulls with the pod's credentials and Never fails with ErrImageNeverPull. Records of image credential provider plugins (service accounts) are read and matched but never written, as there are no such plugins here. off: no records, any pod uses a present image, and imagePullCredentialsVerificationPolicy and preloadedImagesVerificationAllowlist are refused"},
 	{KubeletFineGrainedAuthz, Wired, "pkg/kubelet, pkg/server", "off: /pods, /healthz and /configz are authorized as nodes/proxy only, not nodes/pods, nodes/healthz, nodes/configz first"},
 	{PodCertificateRequest, Wired, "pkg/kubelet, pkg/volume, pkg/node/podcerts", "off: a projected volume with a podCertificate source is not set up, and its pod waits with a reason naming the gate; on: a key per source, a PodCertificateRequest to its signer, the issued chain written and renewed from beginRefreshAt"},
 	{PodLevelResources, Wired, "pkg/engine/cri", "off: a pod with pod-level resources (spec.resources) is rejected with reason PodLevelResourcesNotSupported, as upstream"},
@@ -155,7 +160,6 @@ var Table = []Gate{
 	{"InPlacePodVerticalScalingExclusiveCPUs", Lacking, "", "resizing pods with exclusive CPUs (no CPU manager)"},
 	{"InPlacePodVerticalScalingExclusiveMemory", Lacking, "", "resizing pods with exclusive memory (no memory manager)"},
 	{"KubeletCrashLoopBackOffMax", Lacking, "", "crashLoopBackOff.maxContainerRestartPeriod"},
-	{"KubeletEnsureSecretPulledImages", Lacking, "", "re-checking pull credentials of images already on the node"},
 	{"KubeletInUserNamespace", Lacking, "", "running the kubelet in a user namespace"},
 	{"KubeletSeparateDiskGC", Lacking, "", "garbage collection of a separate containerfs"},
 	{"KubeletServiceAccountTokenForCredentialProviders", Lacking, "", "image credential provider plugins"},

@@ -238,7 +238,9 @@ func SetDefaults(cfg *kubeletv1beta1.KubeletConfiguration) {
 		cfg.MemoryReservationPolicy = kubeletv1beta1.NoneMemoryReservationPolicy
 	}
 	// Gate-dependent defaults of gates on by default, unless the file turns
-	// the gate off (KubeletCrashLoopBackOffMax, KubeletEnsureSecretPulledImages).
+	// the gate off (KubeletCrashLoopBackOffMax, KubeletEnsureSecretPulledImages;
+	// Options.Settings then makes the latter follow the command line's gates
+	// too: ensureSecretPulledImagesDefault).
 	if cfg.FeatureGates["KubeletCrashLoopBackOffMax"] || !hasGate(cfg, "KubeletCrashLoopBackOffMax") {
 		if cfg.CrashLoopBackOff.MaxContainerRestartPeriod == nil {
 			cfg.CrashLoopBackOff.MaxContainerRestartPeriod = &metav1.Duration{Duration: 5 * time.Minute}

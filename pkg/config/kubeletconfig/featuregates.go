@@ -3,6 +3,7 @@ package kubeletconfig
 import (
 	_ "embed"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/gokubelet/kubelet/pkg/config/features"
+	"github.com/gokubelet/kubelet/pkg/runtime/images/pullverify"
 )
 
 //go:embed upstream_feature_gates.txt
@@ -136,8 +138,10 @@ func customCFSQuotaPeriodGate() string {
 // on feature gates, so that a wired gate turned off keeps its feature off:
 // serverTLSBootstrap needs RotateKubeletServerCertificate, a non-zero
 // imageMaximumGCAge needs ImageMaximumGCAge, shutdownGracePeriod* need
-// GracefulNodeShutdown, and a cpuCFSQuotaPeriod other than 100ms needs the
-// custom period gate (with it on, the period must be 1ms to 1s).
+// GracefulNodeShutdown, imagePullCredentialsVerificationPolicy and
+// preloadedImagesVerificationAllowlist need KubeletEnsureSecretPulledImages
+// (and with it on must be valid), and a cpuCFSQuotaPeriod other than 100ms
+// needs the custom period gate (with it on, the period must be 1ms to 1s).
 func ValidateWithGates(cfg *kubeletv1beta1.KubeletConfiguration, gates featuregate.MutableFeatureGate) field.ErrorList {
 	var errs field.ErrorList
 	gate := customCFSQuotaPeriodGate()
@@ -156,6 +160,7 @@ func ValidateWithGates(cfg *kubeletv1beta1.KubeletConfiguration, gates featurega
 	if (cfg.ShutdownGracePeriod.Duration > 0 || cfg.ShutdownGracePeriodCriticalPods.Duration > 0) && off(features.GracefulNodeShutdown) {
 		errs = append(errs, field.Invalid(field.NewPath("shutdownGracePeriod"), cfg.ShutdownGracePeriod.Duration.String(), "requires feature gate "+string(features.GracefulNodeShutdown)+" (so does shutdownGracePeriodCriticalPods)"))
 	}
+	errs = append(errs, validateEnsureSecretPulledImages(cfg, !off(features.KubeletEnsureSecretPulledImages))...)
 	p := field.NewPath("cpuCFSQuotaPeriod")
 	d := 100 * time.Millisecond
 	if cfg.CPUCFSQuotaPeriod != nil {
@@ -207,4 +212,67 @@ func wiredGateNames() []string {
 		}
 	}
 	return out
+}
+
+// validateEnsureSecretPulledImages checks the two settings of
+// KubeletEnsureSecretPulledImages as upstream does: with the gate on, the
+// policy must be one of the four and the allowlist is only for
+// NeverVerifyAllowlistedImages, each entry an image name without tag or
+// digest, or a prefix ending in "/*"; with the gate off, neither may be
+// set.
+func validateEnsureSecretPulledImages(cfg *kubeletv1beta1.KubeletConfiguration, on bool) field.ErrorList {
+	var errs field.ErrorList
+	policyPath := field.NewPath("imagePullCredentialsVerificationPolicy")
+	allowPath := field.NewPath("preloadedImagesVerificationAllowlist")
+	policy, allow := cfg.ImagePullCredentialsVerificationPolicy, cfg.PreloadedImagesVerificationAllowlist
+	if !on {
+		requires := "requires feature gate " + string(features.KubeletEnsureSecretPulledImages) + " (it must not be set while the gate is off)"
+		if policy != "" {
+			errs = append(errs, field.Invalid(policyPath, policy, requires))
+		}
+		if len(allow) > 0 {
+			errs = append(errs, field.Invalid(allowPath, allow, requires))
+		}
+		return errs
+	}
+	var names []string
+	for _, p := range pullverify.Policies {
+		names = append(names, string(p))
+	}
+	if !slices.Contains(pullverify.Policies, policy) {
+		errs = append(errs, field.NotSupported(policyPath, policy, names))
+	}
+	if len(allow) > 0 && policy != kubeletv1beta1.NeverVerifyAllowlistedImages {
+		errs = append(errs, field.Invalid(allowPath, allow, "may only be set with imagePullCredentialsVerificationPolicy "+string(kubeletv1beta1.NeverVerifyAllowlistedImages)))
+		return errs
+	}
+	for i, entry := range allow {
+		if err := pullverify.ValidateAllowlistEntry(entry); err != nil {
+			errs = append(errs, field.Invalid(allowPath.Index(i), entry, err.Error()))
+		}
+	}
+	return errs
+}
+
+// ensureSecretPulledImagesDefault makes the default of
+// imagePullCredentialsVerificationPolicy follow the effective gate (file
+// and flags). SetDefaults, which sees the file's gates only, fills it in
+// unless the file turns the gate off (fileTurnedOff); upstream's
+// defaulting sees the command line's gates too. So: with the gate on, an
+// empty policy becomes NeverVerifyPreloadedImages; with the gate turned
+// off by a flag, the default SetDefaults filled in is taken out again,
+// since the feature is off (a file that spells out that same default
+// cannot be told from it, and is accepted rather than refused).
+func ensureSecretPulledImagesDefault(cfg *kubeletv1beta1.KubeletConfiguration, gates featuregate.MutableFeatureGate, fileTurnedOff bool) {
+	name := featuregate.Feature(features.KubeletEnsureSecretPulledImages)
+	on := true
+	if _, known := gates.GetAll()[name]; known {
+		on = gates.Enabled(name)
+	}
+	switch {
+	case on && cfg.ImagePullCredentialsVerificationPolicy == "":
+		cfg.ImagePullCredentialsVerificationPolicy = kubeletv1beta1.NeverVerifyPreloadedImages
+	case !on && !fileTurnedOff && cfg.ImagePullCredentialsVerificationPolicy == kubeletv1beta1.NeverVerifyPreloadedImages && len(cfg.PreloadedImagesVerificationAllowlist) == 0:
+		cfg.ImagePullCredentialsVerificationPolicy = ""
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/component-base/featuregate"
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/gokubelet/kubelet/pkg/config/features"
 )
@@ -84,6 +85,7 @@ func TestWiredGatesRefuseTheirSettings(t *testing.T) {
 		{"RotateKubeletServerCertificate", "serverTLSBootstrap: true\n", "serverTLSBootstrap"},
 		{"ImageMaximumGCAge", "imageMaximumGCAge: 24h\n", "imageMaximumGCAge"},
 		{"GracefulNodeShutdown", "shutdownGracePeriod: 30s\nshutdownGracePeriodCriticalPods: 10s\n", "shutdownGracePeriod"},
+		{"KubeletEnsureSecretPulledImages", "imagePullCredentialsVerificationPolicy: AlwaysVerify\n", "imagePullCredentialsVerificationPolicy"},
 		{customCFSQuotaPeriodGate(), "cpuCFSQuotaPeriod: 50ms\n", "cpuCFSQuotaPeriod"},
 	}
 	specs := UpstreamFeatureGates()
@@ -131,5 +133,68 @@ func TestSettingsFeatures(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// KubeletEnsureSecretPulledImages' two settings, validated as upstream
+// validates them, and the policy's default following the effective gate
+// (the file's and the command line's).
+func TestEnsureSecretPulledImagesSettings(t *testing.T) {
+	const off = "--feature-gates=KubeletEnsureSecretPulledImages=false"
+	for _, tc := range []struct {
+		name, file string
+		flags      []string
+		err        string // "" = accepted
+		policy     kubeletv1beta1.ImagePullCredentialsVerificationPolicy
+	}{
+		{name: "defaults", policy: kubeletv1beta1.NeverVerifyPreloadedImages},
+		{name: "no file, gate off by flag", flags: []string{off}},
+		{name: "file without the policy, gate off by flag", file: "maxPods: 50\n", flags: []string{off}},
+		{name: "file spells out the default, gate off by flag (accepted, feature off)", file: "imagePullCredentialsVerificationPolicy: NeverVerifyPreloadedImages\n", flags: []string{off}},
+		{name: "another policy, gate off by flag", file: "imagePullCredentialsVerificationPolicy: AlwaysVerify\n", flags: []string{off},
+			err: "imagePullCredentialsVerificationPolicy: Invalid value: \"AlwaysVerify\": requires feature gate KubeletEnsureSecretPulledImages"},
+		{name: "gate off in the file, policy set", file: "featureGates:\n  KubeletEnsureSecretPulledImages: false\nimagePullCredentialsVerificationPolicy: NeverVerifyPreloadedImages\n",
+			err: "requires feature gate KubeletEnsureSecretPulledImages"},
+		{name: "gate off in the file, allowlist set", file: "featureGates:\n  KubeletEnsureSecretPulledImages: false\npreloadedImagesVerificationAllowlist: [\"registry.example/*\"]\n",
+			err: "preloadedImagesVerificationAllowlist: Invalid value"},
+		{name: "gate off in the file, on by flag: the default", file: "featureGates:\n  KubeletEnsureSecretPulledImages: false\n",
+			flags: []string{"--feature-gates=KubeletEnsureSecretPulledImages=true"}, policy: kubeletv1beta1.NeverVerifyPreloadedImages},
+		{name: "gate off in the file", file: "featureGates:\n  KubeletEnsureSecretPulledImages: false\n"},
+		{name: "AlwaysVerify", file: "imagePullCredentialsVerificationPolicy: AlwaysVerify\n", policy: kubeletv1beta1.AlwaysVerify},
+		{name: "NeverVerify", file: "imagePullCredentialsVerificationPolicy: NeverVerify\n", policy: kubeletv1beta1.NeverVerify},
+		{name: "unknown policy", file: "imagePullCredentialsVerificationPolicy: Sometimes\n", err: "imagePullCredentialsVerificationPolicy: Unsupported value: \"Sometimes\""},
+		{name: "allowlist with its policy", file: "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [\"registry.example/*\", \"busybox\"]\n",
+			policy: kubeletv1beta1.NeverVerifyAllowlistedImages},
+		{name: "allowlist with another policy", file: "preloadedImagesVerificationAllowlist: [\"registry.example/*\"]\n",
+			err: "may only be set with imagePullCredentialsVerificationPolicy NeverVerifyAllowlistedImages"},
+		{name: "allowlist entry with a tag", file: "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [\"ok.example/*\", \"busybox:1.36\"]\n",
+			err: "preloadedImagesVerificationAllowlist[1]: Invalid value: \"busybox:1.36\": neither tag nor digest"},
+		{name: "allowlist wildcard in the middle", file: "imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [\"registry.example/*/app\"]\n",
+			err: "only patterns ending with '/*'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.flags
+			if tc.file != "" {
+				args = append([]string{"--config", writeFile(t, "k.yaml", header+tc.file)}, args...)
+			}
+			s, err := settingsFor(t, args...)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one with %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Config.ImagePullCredentialsVerificationPolicy; got != tc.policy {
+				t.Errorf("policy %q, want %q", got, tc.policy)
+			}
+			for _, w := range s.Warnings {
+				if strings.Contains(w, "imagePullCredentialsVerificationPolicy") || strings.Contains(w, "preloadedImagesVerificationAllowlist") || strings.Contains(w, "KubeletEnsureSecretPulledImages") {
+					t.Errorf("warning: %s", w)
+				}
+			}
+		})
 	}
 }

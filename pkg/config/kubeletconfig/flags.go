@@ -22,6 +22,7 @@ import (
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 	"k8s.io/utils/ptr"
 
+	"github.com/gokubelet/kubelet/pkg/config/features"
 	"github.com/gokubelet/kubelet/pkg/config/virtualnodes"
 )
 
@@ -448,6 +449,7 @@ func (o *Options) Settings() (*Settings, error) {
 	}
 	warnings = append(warnings, UnimplementedFieldWarnings(cfg, o.configFiles())...)
 	o.applyFlags(cfg)
+	ensureSecretPulledImagesOffInFile := hasGate(cfg, string(features.KubeletEnsureSecretPulledImages)) && !cfg.FeatureGates[string(features.KubeletEnsureSecretPulledImages)]
 	// Flag gates are merged over the file's, flags winning, as upstream.
 	if len(o.FeatureGates) > 0 {
 		if cfg.FeatureGates == nil {
@@ -470,6 +472,7 @@ func (o *Options) Settings() (*Settings, error) {
 	if err := gates.SetFromMap(cfg.FeatureGates); err != nil {
 		errs = append(errs, field.Invalid(field.NewPath("featureGates"), cfg.FeatureGates, err.Error()))
 	} else {
+		ensureSecretPulledImagesDefault(cfg, gates, ensureSecretPulledImagesOffInFile)
 		warnings = append(warnings, FeatureGateWarnings(cfg.FeatureGates, "featureGates")...)
 		errs = append(errs, ValidateWithGates(cfg, gates)...)
 		if w := LackingFeatureWarning(gates); w != "" {

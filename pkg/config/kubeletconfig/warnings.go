@@ -38,6 +38,7 @@ var ImplementedFields = []string{
 	// Runtime and images.
 	"containerRuntimeEndpoint", "imageServiceEndpoint", "runtimeRequestTimeout",
 	"serializeImagePulls", "maxParallelImagePulls",
+	"imagePullCredentialsVerificationPolicy", "preloadedImagesVerificationAllowlist",
 	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
 	// Pods and resources (pkg/runtime/cgroups, pkg/node/eviction,
 	// pkg/runtime/gc, pkg/runtime/logrotate, pkg/node/shutdown).

@@ -22,6 +22,7 @@ import (
 	"github.com/gokubelet/kubelet/pkg/runtime/backoff"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
+	"github.com/gokubelet/kubelet/pkg/runtime/images/pullrecords"
 	"github.com/gokubelet/kubelet/pkg/runtime/instrumented"
 	"github.com/gokubelet/kubelet/pkg/runtime/startgate"
 )
@@ -102,6 +103,11 @@ type Options struct {
 	MaxParallelImagePulls int
 	PullCredentials       images.Credentials
 	Clock                 clock.Clock
+
+	// PullRecords, when set, keeps what pulled each image and checks an
+	// image already present against the pod's credentials
+	// (KubeletEnsureSecretPulledImages); nil: any pod uses a present image.
+	PullRecords *pullrecords.Manager
 
 	// ContainerOptions, when set, is called before each container is
 	// created.
@@ -252,7 +258,8 @@ func NewWithServices(ctx context.Context, rs cri.RuntimeService, is cri.ImageMan
 		MaskedPaths:        securitycontext.HostMaskedPaths(),
 	}
 	m.puller = images.NewPuller(images.Options{Service: is, Recorder: o.Recorder, Clock: o.Clock,
-		Serialize: o.SerializeImagePulls, MaxParallel: o.MaxParallelImagePulls, Credentials: o.PullCredentials})
+		Serialize: o.SerializeImagePulls, MaxParallel: o.MaxParallelImagePulls, Credentials: o.PullCredentials,
+		Records: o.PullRecords})
 	v, err := rs.Version(ctx, "v1")
 	if err != nil {
 		return nil, fmt.Errorf("CRI runtime does not answer Version: %w", err)
