@@ -12,6 +12,10 @@
 // /v2/<name>/blobs/<digest> are served. A blob is served only if it belongs
 // to one of the images loaded for that repository; every servable file is
 // located at start-up, and no request text is ever used to build a path.
+//
+// With -basic-auth-file it wants one login (HTTP Basic) on every request,
+// as a private registry does, so that pulls with and without a pod's pull
+// secret can be tested.
 package main
 
 import (
@@ -115,8 +119,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 	fs.Var(&images, "image", "`REF=PATH`: serve the image REF (e.g. registry.k8s.io/e2e-test-images/agnhost:2.66.1) from the OCI layout PATH, a directory or an uncompressed tar of one; repeatable")
 	imagesFile := fs.String("images-file", "", "`FILE` of REF=PATH lines (blank lines and # comments allowed; relative paths are relative to FILE's directory)")
 	verify := fs.Bool("verify", false, "hash every config and layer at start-up (manifests are always verified, and all sizes checked)")
+	authFile := fs.String("basic-auth-file", "", "`FILE` holding USER:PASSWORD: serve only requests with that login (HTTP Basic), answer every other with 401 and a Basic challenge")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: ociregistry [-listen ADDR] [-verify] [-image REF=PATH]... [-images-file FILE]")
+		fmt.Fprintln(fs.Output(), "usage: ociregistry [-listen ADDR] [-verify] [-basic-auth-file FILE] [-image REF=PATH]... [-images-file FILE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -145,6 +150,15 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		logger.Printf("error: no images: give -image REF=PATH or -images-file FILE")
 		return 2
 	}
+	var auth *BasicAuth
+	if *authFile != "" {
+		a, err := readBasicAuthFile(*authFile)
+		if err != nil {
+			logger.Printf("error: -basic-auth-file: %v", err)
+			return 2
+		}
+		auth = &a
+	}
 
 	reg, err := Load(specs, LoadOptions{VerifyBlobs: *verify, Warnf: logger.Printf})
 	if err != nil {
@@ -161,8 +175,13 @@ func run(ctx context.Context, args []string, stderr io.Writer, ready func(addr s
 		logger.Printf("error: %v", err)
 		return 1
 	}
+	var handler http.Handler = reg
+	if auth != nil {
+		handler = requireBasicAuth(reg, *auth)
+		logger.Printf("requests must log in as %q (HTTP Basic)", auth.User)
+	}
 	srv := &http.Server{
-		Handler:           logRequests(reg, logger),
+		Handler:           logRequests(handler, logger),
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          logger,

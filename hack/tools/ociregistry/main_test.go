@@ -141,6 +141,10 @@ func TestRunServesAndStopsOnSIGTERM(t *testing.T) {
 func TestRunFailures(t *testing.T) {
 	good := makeLayout(t, "a", layoutOpts{refName: "2.66.1"})
 	missing := filepath.Join(t.TempDir(), "agnhost-2.66.1.tar")
+	badLogin := filepath.Join(t.TempDir(), "login")
+	if err := os.WriteFile(badLogin, []byte("alice\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -153,6 +157,8 @@ func TestRunFailures(t *testing.T) {
 		{"missing -images-file", []string{"-images-file", missing}, 2, missing},
 		{"extra argument", []string{"-image", agnhostRef + "=" + good.dir, "stray"}, 2, "unexpected arguments"},
 		{"cannot listen", []string{"-listen", "256.0.0.1:1", "-image", agnhostRef + "=" + good.dir}, 1, "256.0.0.1"},
+		{"missing -basic-auth-file", []string{"-image", agnhostRef + "=" + good.dir, "-basic-auth-file", missing}, 2, missing},
+		{"bad -basic-auth-file", []string{"-image", agnhostRef + "=" + good.dir, "-basic-auth-file", badLogin}, 2, "want USER:PASSWORD"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var stderr syncBuffer
