@@ -366,12 +366,16 @@ start() {
     # control. The shim and runc are found on PATH (the shim also through
     # runtime_path in config version 3).
     PATH=$CTRD_BINDIR:$PATH gk_daemon nohup "$CTRD_BIN" --config "$GK_CTRD_CONFIG" </dev/null >>"$GK_CTRD_LOG" 2>&1
-    echo $! >"$GK_CTRD_PID"
+    # No trailing newline: upstream's node e2e suite reads this file
+    # (--container-runtime-pid-file) with a plain strconv.Atoi, and on a
+    # parse error falls back to pidof, which also finds the other
+    # instances' containerds.
+    printf '%s' "$!" >"$GK_CTRD_PID"
   fi
-  local i
+  local i pid
   for ((i = 0; i < 120; i++)); do
     if gk_ctrd_answers; then
-      gk_ctrd_pid >"$GK_CTRD_PID.tmp" && mv -f "$GK_CTRD_PID.tmp" "$GK_CTRD_PID" || rm -f "$GK_CTRD_PID.tmp"
+      { pid=$(gk_ctrd_pid) && printf '%s' "$pid" >"$GK_CTRD_PID.tmp" && mv -f "$GK_CTRD_PID.tmp" "$GK_CTRD_PID"; } || rm -f "$GK_CTRD_PID.tmp"
       return 0
     fi
     if [ $i -ge 4 ] && ! gk_ctrd_pid >/dev/null; then
