@@ -222,6 +222,7 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.EventedPLEGConnLatency.Observe(0.001)
 	metrics.PodStatusSyncDuration.Observe(0.05)
 	metrics.AdmissionRejections.WithLabelValues("OutOfcpu").Inc()
+	metrics.ImageManagerMustPullChecksTotal.WithLabelValues("credentialPolicyAllowed").Inc()
 	metrics.LifecycleHandlerSleepTerminated.Inc()
 	metrics.EvictionStatsAge.WithLabelValues("memory.available").Observe(1)
 	metrics.NodeStartupPreKubeletDuration.Set(30)
