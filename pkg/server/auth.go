@@ -13,7 +13,6 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticatorfactory"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -75,8 +74,8 @@ func webhookBackoff() *wait.Backoff {
 	return &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5}
 }
 
-// BuildAuth builds the authenticator and authorizer from k8s.io/apiserver's
-// delegating implementations. Without an API client (standalone), webhook
+// BuildAuth builds the authenticator from k8s.io/apiserver's delegating
+// implementation and the authorizer (sar.go). Without an API client (standalone), webhook
 // authentication is left out and webhook authorization denies every
 // request, each with a warning: the API stays closed rather than open.
 func BuildAuth(o AuthOptions) (*Auth, error) {
@@ -117,7 +116,9 @@ func BuildAuth(o AuthOptions) (*Auth, error) {
 
 	switch o.AuthzMode {
 	case AuthzModeAlwaysAllow:
-		a.Authorizer = authorizerfactory.NewAlwaysAllowAuthorizer()
+		a.Authorizer = authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
+			return authorizer.DecisionAllow, "", nil
+		})
 	case AuthzModeWebhook, "":
 		if o.Client == nil {
 			a.Authorizer = authorizer.AuthorizerFunc(func(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
@@ -126,15 +127,7 @@ func BuildAuth(o AuthOptions) (*Auth, error) {
 			a.Warnings = append(a.Warnings, "authorization.mode is Webhook but the kubelet has no API server (standalone): every authenticated request is refused with 403; use AlwaysAllow with x509 authentication instead")
 			break
 		}
-		z, err := authorizerfactory.DelegatingAuthorizerConfig{
-			SubjectAccessReviewClient: o.Client.AuthorizationV1(),
-			AllowCacheTTL:             o.AuthorizedTTL,
-			DenyCacheTTL:              o.UnauthorizedTTL,
-			WebhookRetryBackoff:       webhookBackoff(),
-		}.New()
-		if err != nil {
-			return nil, fmt.Errorf("building the webhook authorizer: %w", err)
-		}
+		z := authorizer.AuthorizerFunc(newSARAuthorizer(o.Client.AuthorizationV1(), o.AuthorizedTTL, o.UnauthorizedTTL, *webhookBackoff()).Authorize)
 		a.Authorizer = retryAuthzOnClosedConn(z)
 	default:
 		return nil, fmt.Errorf("unknown authorization mode %q", o.AuthzMode)

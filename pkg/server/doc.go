@@ -6,9 +6,10 @@
 //   - the kubelet API (address:port, default 0.0.0.0:10250): HTTPS
 //     (BuildTLS: certificate files reloaded on change, a CSR-issued
 //     certificate, or a self-signed pair), every request authenticated
-//     and authorized (BuildAuth: k8s.io/apiserver's delegating x509,
-//     TokenReview and SubjectAccessReview implementations, with upstream's
-//     path → nodes/<subresource> mapping in RequestAttributes), serving
+//     and authorized (BuildAuth: k8s.io/apiserver's delegating x509 and
+//     TokenReview authenticator; SubjectAccessReviews with their answers
+//     kept, in sar.go; upstream's path → nodes/<subresource> mapping in
+//     RequestAttributes), serving
 //     /healthz, /pods, /runningpods/, /containerLogs, /exec, /attach,
 //     /portForward, /run, /logs/, /configz, /debug/pprof/, /debug/flags/v
 //     and the extra routes other parts register (Route).
