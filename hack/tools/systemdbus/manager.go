@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/godbus/dbus/v5"
@@ -90,6 +91,25 @@ func (m *manager) mainPID() int {
 		return 0
 	}
 	return pid
+}
+
+// stopTimeout is systemd's DefaultTimeoutStopSec: how long a stop waits
+// for the main process to exit before it kills it.
+const stopTimeout = 90 * time.Second
+
+// awaitExit waits until pid no longer runs, as a systemd stop job ends
+// only when the unit's main process has exited (a signal is delivered
+// after kill(2) returns, so the stop command's own end says nothing). It
+// reports whether pid exited within timeout.
+func awaitExit(pid int, timeout, poll time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(poll)
+	}
+	return true
 }
 
 // alive reports whether pid runs and is not a zombie.
@@ -175,9 +195,17 @@ func (m *manager) job(member string) string {
 		cmds = []string{m.unit.Stop, m.unit.Start}
 	}
 	for _, c := range cmds {
+		pid := m.mainPID()
 		if err := m.run(c); err != nil {
 			m.logf("%s %s: %v", member, m.unit.Name, err)
 			return "failed"
+		}
+		if c == m.unit.Stop && pid != 0 && !awaitExit(pid, stopTimeout, 20*time.Millisecond) {
+			m.logf("%s %s: pid %d outlived the stop command and %v; killed", member, m.unit.Name, pid, stopTimeout)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if !awaitExit(pid, 5*time.Second, 20*time.Millisecond) {
+				return "failed"
+			}
 		}
 	}
 	m.logf("%s %s: done", member, m.unit.Name)

@@ -51,6 +51,7 @@ func newFixture(t *testing.T, u Unit) *fixture {
 	f := &fixture{t: t, dir: dir, socket: filepath.Join(dir, "private"), pidfile: filepath.Join(dir, "svc.pid"), log: &syncLog{}}
 	u.Name = "containerd.service"
 	u.PIDFile = f.pidfile
+	u.Start = strings.NewReplacer("{dir}", dir, "{pidfile}", f.pidfile).Replace(u.Start)
 	if u.Start == "" {
 		// The call is recorded before the pid file, which tests wait for.
 		u.Start = fmt.Sprintf("echo start >> %[2]s/calls; sleep 1000 >/dev/null 2>&1 & echo $! > %[1]s", f.pidfile, dir)
@@ -257,5 +258,27 @@ func TestUnitPath(t *testing.T) {
 	// go-systemd's GetUnitNameByPID decodes the name from this path.
 	if got, want := unitPath("containerd.service"), dbus.ObjectPath("/org/freedesktop/systemd1/unit/containerd_2eservice"); got != want {
 		t.Errorf("unitPath = %s, want %s", got, want)
+	}
+}
+
+// A stop job ends when the main process has exited, not when the stop
+// command has: here the service takes half a second to exit after its
+// SIGTERM, and the job must not say done before.
+func TestStopWaitsForTheMainProcess(t *testing.T) {
+	f := newFixture(t, Unit{Start: `echo start >> {dir}/calls; sh -c 'trap "sleep 0.5; exit 0" TERM; while :; do sleep 0.05; done' >/dev/null 2>&1 & echo $! > {pidfile}`})
+	c := f.client()
+	if _, err := job(t, c.StartUnitContext, "containerd.service"); err != nil {
+		t.Fatal(err)
+	}
+	pid := f.pid()
+	if pid == 0 {
+		t.Fatalf("StartUnit did not start the service; calls: %q", f.calls())
+	}
+	start := time.Now()
+	if r, err := job(t, c.StopUnitContext, "containerd.service"); err != nil || r != "done" {
+		t.Fatalf("StopUnit: %q, %v", r, err)
+	}
+	if alive(pid) {
+		t.Fatalf("StopUnit was done after %v while the service (pid %d) still ran", time.Since(start), pid)
 	}
 }
