@@ -33,35 +33,68 @@ type nodeStartup struct {
 }
 
 func watchNodeStartup(ctx context.Context, cs kubernetes.Interface, name string) (*nodeStartup, error) {
-	w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	sel := metav1.ListOptions{FieldSelector: "metadata.name=" + name}
+	list, err := cs.CoreV1().Nodes().List(ctx, sel)
 	if err != nil {
 		return nil, err
 	}
 	ns := &nodeStartup{done: make(chan struct{})}
 	go func() {
 		defer close(ns.done)
-		defer w.Stop()
-		for ev := range w.ResultChan() {
-			now := time.Now()
-			n, ok := ev.Object.(*v1.Node)
-			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
-				continue
-			}
-			ns.mu.Lock()
-			if ns.registered.IsZero() {
-				ns.registered = now
-			}
-			if ns.ready.IsZero() && nodeReady(n) {
-				ns.ready = now
-			}
-			done := !ns.ready.IsZero()
-			ns.mu.Unlock()
-			if done {
+		// The watch goes on from the last version it saw when the API
+		// server ends it early (one run's start-up figures were lost so,
+		// its watch closed within 3 s of the kubelet's start), so that no
+		// event between the two watches is missed.
+		rv := list.ResourceVersion
+		for attempt := 0; attempt < 5 && ctx.Err() == nil; attempt++ {
+			if ns.follow(ctx, cs, name, &rv) {
 				return
 			}
 		}
 	}()
 	return ns, nil
+}
+
+// follow watches the node from *rv until it is Ready (true) or the watch
+// ends (false), moving *rv on with each event.
+func (s *nodeStartup) follow(ctx context.Context, cs kubernetes.Interface, name string, rv *string) bool {
+	w, err := cs.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name, ResourceVersion: *rv})
+	if err != nil {
+		logf("node start-up watch: %v", err)
+		return false
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		now := time.Now()
+		if ev.Type == watch.Error {
+			logf("node start-up watch ended with an error event: %v", ev.Object)
+			return false
+		}
+		n, ok := ev.Object.(*v1.Node)
+		if !ok {
+			continue
+		}
+		*rv = n.ResourceVersion
+		if ev.Type != watch.Added && ev.Type != watch.Modified {
+			continue
+		}
+		s.mu.Lock()
+		if s.registered.IsZero() {
+			s.registered = now
+		}
+		if s.ready.IsZero() && nodeReady(n) {
+			s.ready = now
+		}
+		done := !s.ready.IsZero()
+		s.mu.Unlock()
+		if done {
+			return true
+		}
+	}
+	if ctx.Err() == nil {
+		logf("node start-up watch closed before the node was Ready; watching again from version %s", *rv)
+	}
+	return false
 }
 
 func nodeReady(n *v1.Node) bool {

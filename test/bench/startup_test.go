@@ -10,7 +10,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // The start-up figures are read after the watch has seen the node Ready,
@@ -139,5 +141,40 @@ func TestVolumesPodAsksForTheToken(t *testing.T) {
 		Sources: []v1.VolumeProjection{{ServiceAccountToken: &v1.ServiceAccountTokenProjection{Path: "token"}}}}}})
 	if !hasTokenVolume(p) {
 		t.Error("the admitted pod's token volume is not found")
+	}
+}
+
+// A watch the API server ends before the node is Ready is opened again from
+// the last version it saw, so the figures are still taken.
+func TestNodeStartupWatchesAgainWhenTheWatchEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cs := fake.NewSimpleClientset()
+	first := watch.NewFake()
+	second := watch.NewFake()
+	var rvs []string
+	watchers := []*watch.FakeWatcher{first, second}
+	cs.PrependWatchReactor("nodes", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		rvs = append(rvs, a.(k8stesting.WatchActionImpl).WatchRestrictions.ResourceVersion)
+		w := watchers[0]
+		watchers = watchers[1:]
+		return true, w, nil
+	})
+	start := time.Now()
+	ns, err := watchNodeStartup(ctx, cs, "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Add(&v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "7"}})
+	first.Stop()
+	ready := &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", ResourceVersion: "8"}, Status: v1.NodeStatus{Conditions: []v1.NodeCondition{{Type: v1.NodeReady, Status: v1.ConditionTrue}}}}
+	second.Modify(ready)
+	ns.wait(ctx, 10*time.Second)
+	reg, rdy := ns.since(start)
+	if math.IsNaN(reg) || math.IsNaN(rdy) || reg > rdy {
+		t.Errorf("registered %v, ready %v", reg, rdy)
+	}
+	if len(rvs) != 2 || rvs[1] != "7" {
+		t.Errorf("watches from versions %q, want the second from 7", rvs)
 	}
 }
