@@ -75,9 +75,10 @@ func webhookBackoff() *wait.Backoff {
 }
 
 // BuildAuth builds the authenticator from k8s.io/apiserver's delegating
-// implementation and the authorizer (sar.go). Without an API client (standalone), webhook
-// authentication is left out and webhook authorization denies every
-// request, each with a warning: the API stays closed rather than open.
+// implementation and the authorizer (sar.go). Without an API client
+// (standalone), webhook authentication is left out and webhook
+// authorization denies every request, each with a warning: the API stays
+// closed rather than open.
 func BuildAuth(o AuthOptions) (*Auth, error) {
 	a := &Auth{}
 	cfg := authenticatorfactory.DelegatingAuthenticatorConfig{
