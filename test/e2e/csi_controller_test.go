@@ -41,6 +41,32 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// startUntilTestEnds starts bin with args as a local process writing to
+// out, and stops it when the test ends: SIGTERM, then SIGKILL after grace.
+// out is logged if the test fails (framework.LogOnFailure, under name).
+// exited is closed when the process has exited.
+func startUntilTestEnds(t *testing.T, name string, out *lockedBuffer, grace time.Duration, bin string, args ...string) (cmd *osexec.Cmd, exited <-chan struct{}) {
+	t.Helper()
+	cmd = osexec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(grace):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		framework.LogOnFailure(t, name, out.String())
+	})
+	return cmd, done
+}
+
 // startCSISidecar runs one of the CSI controller sidecars built by
 // hack/build-csi-sidecars.sh (its path in the environment variable env) as
 // a local process with args, until the test ends; its log is kept if the
@@ -52,23 +78,7 @@ func startCSISidecar(t *testing.T, env, name string, args ...string) {
 		t.Fatalf("%s is not set: run through make test (hack/test.sh builds %s with hack/build-csi-sidecars.sh)", env, name)
 	}
 	out := &lockedBuffer{}
-	cmd := osexec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		framework.LogOnFailure(t, name, out.String())
-	})
+	cmd, exited := startUntilTestEnds(t, name, out, 10*time.Second, bin, args...)
 	// A sidecar that exits at once (a flag it does not know, a driver it
 	// cannot reach) says why here rather than as a provisioning timeout.
 	select {

@@ -18,7 +18,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -460,23 +459,7 @@ func startPrivateRegistry(t *testing.T, host, image, login string) *privateRegis
 		t.Fatal(err)
 	}
 	reg := &privateRegistry{log: &lockedBuffer{}}
-	cmd := exec.Command(bin, "-listen", host, "-basic-auth-file", loginFile, "-image", image)
-	cmd.Stdout, cmd.Stderr = reg.log, reg.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		framework.LogOnFailure(t, "ociregistry", reg.log.String())
-	})
+	cmd, exited := startUntilTestEnds(t, "ociregistry", reg.log, 15*time.Second, bin, "-listen", host, "-basic-auth-file", loginFile, "-image", image)
 	framework.Eventually(t, "ociregistry on "+host+" wants a login", func() (bool, string) {
 		select {
 		case <-exited:
