@@ -310,6 +310,16 @@ for i in $(seq 1 120); do
   [ "$i" -lt 120 ] || gk_die "kube-proxy not healthy within 60s; log: $CLUSTER_LOG_DIR/kube-proxy.log"
   sleep 0.5
 done
+# The framework's first check of the nodes comes before the suite's specs,
+# and the next one 30 s later (e2enode.WaitForAllNodesSchedulable polls every
+# 30 s): a new Node still carries the not-ready taint until the node
+# lifecycle controller sees it Ready. Wait for the taints to go here.
+for i in $(seq 1 120); do
+  taints=$(kc get node "$NODE_NAME" -o go-template='{{range .spec.taints}}{{if or (eq .effect "NoSchedule") (eq .effect "NoExecute")}}{{.key}} {{end}}{{end}}' 2>/dev/null || echo "?")
+  [ -n "$taints" ] || break
+  [ "$i" -lt 120 ] || { note "warning: node $NODE_NAME still has the taints $taints after 60s; the suite waits for them to go"; break; }
+  sleep 0.5
+done
 others=$(kc get pods -A --field-selector "spec.nodeName=$NODE_NAME" -o name 2>/dev/null | wc -l)
 [ "$others" = 0 ] || note "warning: $others pods of other workloads are bound to the node and run beside the tests"
 # Other Node objects: the framework waits until every schedulable node is

@@ -54,6 +54,7 @@ gk_instance() {
     node) octet=88 ;;
     test) octet=89 ;;
     test16) octet=87 ;; # the integration tier's pass on Debian's containerd 1.6
+    test-rt) octet=86 ;; # make test's unit and integration tiers, beside the cluster's
     *) octet=$((90 + $(printf %s "$inst" | cksum | cut -d' ' -f1) % 100)) ;;
   esac
   GK_POD_CIDR=10.$octet.0.0/16

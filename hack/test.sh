@@ -17,6 +17,15 @@
 #                 e2e_node.test starts this kubelet itself (it stops the
 #                 local cluster, whose ports it needs)
 #
+# Two lanes run side by side, as they share nothing: the runtime lane (unit,
+# then integration) on a containerd instance of its own ("test-rt"; its
+# kubelets keep their pods under a cgroup root of their own), and the
+# cluster lane (the upstream builds, e2e, conformance, node-e2e) on instance
+# "test" and the local cluster. The runtime lane's output goes to
+# _output/test-runtime-lane.log and is printed when it ends. Most of the
+# cluster lane's time is waiting (certificate lifetimes, call timeouts, an
+# outage of two minutes), so the runtime lane costs it little.
+#
 # Nothing is skipped: tests that need containerd get its endpoint. Each stage
 # prints a progress line with its duration, so a newcomer sees where the time
 # goes. TEST_TIERS selects tiers (default "unit integration e2e conformance
@@ -67,6 +76,90 @@ stage "test $ctrd_name and local images (the first run builds containerd from th
 hack/containerd.sh up test
 hack/images.sh test
 export GOKUBELET_CRI_ENDPOINT=unix://$(hack/containerd.sh socket test)
+
+status=0
+# tier NAME GO-TEST-ARGS...: runs one Go test tier, logs it, remembers a
+# failure. tier_env adds environment variables (KEY=value) for it.
+tier_env=()
+tier() {
+  local name=$1
+  shift
+  set +e
+  env "${tier_env[@]}" go test -count=1 "$@" 2>&1 | tee "_output/test-$name.log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  if [ "$rc" != 0 ]; then
+    echo "== $name: FAILED (see _output/test-$name.log)"
+    status=1
+  fi
+}
+
+# runtime_lane: the unit and integration tiers, on containerd instance
+# test-rt (and test16 for containerd 1.6); exits non-zero if one failed.
+runtime_lane() {
+  set -e
+  current=""
+  export GOKUBELET_TEST_INSTANCE=test-rt
+  stage "containerd instance test-rt ($ctrd_name) and its images, for the unit and integration tiers"
+  hack/containerd.sh up test-rt
+  hack/images.sh test-rt
+  export GOKUBELET_CRI_ENDPOINT=unix://$(hack/containerd.sh socket test-rt)
+  if wants unit; then
+    stage "unit tests (go vet, layout check, packages; the runtime manager against containerd)"
+    go vet ./...
+    go run ./hack/tools/layout -check
+    tier unit $(go list ./... | grep -v /test/) ./test/bench ./test/conformance/... ./test/framework
+  fi
+  if wants integration; then
+    stage "integration tests on $ctrd_name (the kubelet binary against containerd)"
+    tier integration -p 1 -v -timeout 30m ./test/integration
+    # The same tier on Debian's containerd 1.6, still supported: its own
+    # instance (so test-rt keeps 2.x), stopped afterwards (its images stay).
+    stage "integration tests on Debian's containerd 1.6 (instance test16)"
+    CONTAINERD_FLAVOR=debian hack/containerd.sh up test16
+    CONTAINERD_FLAVOR=debian hack/images.sh test16
+    tier_env=(CONTAINERD_FLAVOR=debian GOKUBELET_TEST_INSTANCE=test16 "GOKUBELET_CRI_ENDPOINT=unix://$(hack/containerd.sh socket test16)")
+    tier integration-containerd16 -p 1 -v -timeout 30m ./test/integration
+    tier_env=()
+    CONTAINERD_FLAVOR=debian hack/containerd.sh down test16 >/dev/null
+  fi
+  hack/containerd.sh down test-rt >/dev/null
+  stage ""
+  return "$status"
+}
+
+# finish_lane waits for the runtime lane running beside, prints its output
+# and counts its failure; on any exit, so that no tier outlives this script.
+lane_pid=
+finish_lane() {
+  [ -n "$lane_pid" ] || return 0
+  echo "== waiting for the unit and integration tiers"
+  local rc=0
+  wait "$lane_pid" || rc=$?
+  lane_pid=
+  echo "== the unit and integration tiers' output (_output/test-runtime-lane.log):"
+  cat _output/test-runtime-lane.log
+  if [ "$rc" != 0 ]; then
+    echo "== unit and integration tiers: FAILED (see above)"
+    status=1
+  fi
+}
+trap finish_lane EXIT
+if wants unit || wants integration; then
+  stage ""
+  if wants e2e || wants conformance || wants node-e2e; then
+    echo "== unit and integration tiers: running beside the rest (output in _output/test-runtime-lane.log, printed when they end)"
+    runtime_lane >_output/test-runtime-lane.log 2>&1 &
+    lane_pid=$!
+  else
+    set +e
+    runtime_lane 2>&1 | tee _output/test-runtime-lane.log
+    rc=${PIPESTATUS[0]}
+    set -e
+    [ "$rc" = 0 ] || status=1
+  fi
+fi
+
 if wants e2e || wants conformance; then
   stage "upstream control plane (the first run builds it from the Go module proxy: minutes; cached after)"
   hack/build-upstream.sh kube-apiserver kube-controller-manager kube-scheduler
@@ -90,42 +183,6 @@ if wants e2e || wants conformance; then
   export GOKUBELET_CSI_PROVISIONER GOKUBELET_CSI_ATTACHER GOKUBELET_CSI_RESIZER
 fi
 
-status=0
-# tier NAME GO-TEST-ARGS...: runs one Go test tier, logs it, remembers a
-# failure. tier_env adds environment variables (KEY=value) for it.
-tier_env=()
-tier() {
-  local name=$1
-  shift
-  set +e
-  env "${tier_env[@]}" go test -count=1 "$@" 2>&1 | tee "_output/test-$name.log"
-  local rc=${PIPESTATUS[0]}
-  set -e
-  if [ "$rc" != 0 ]; then
-    echo "== $name: FAILED (see _output/test-$name.log)"
-    status=1
-  fi
-}
-
-if wants unit; then
-  stage "unit tests (go vet, layout check, packages; the runtime manager against containerd)"
-  go vet ./...
-  go run ./hack/tools/layout -check
-  tier unit $(go list ./... | grep -v /test/) ./test/bench ./test/conformance/... ./test/framework
-fi
-if wants integration; then
-  stage "integration tests on $ctrd_name (the kubelet binary against containerd)"
-  tier integration -p 1 -v -timeout 30m ./test/integration
-  # The same tier on Debian's containerd 1.6, still supported: its own
-  # instance (so "test" keeps 2.x), stopped afterwards (its images stay).
-  stage "integration tests on Debian's containerd 1.6 (instance test16)"
-  CONTAINERD_FLAVOR=debian hack/containerd.sh up test16
-  CONTAINERD_FLAVOR=debian hack/images.sh test16
-  tier_env=(CONTAINERD_FLAVOR=debian GOKUBELET_TEST_INSTANCE=test16 "GOKUBELET_CRI_ENDPOINT=unix://$(hack/containerd.sh socket test16)")
-  tier integration-containerd16 -p 1 -v -timeout 30m ./test/integration
-  tier_env=()
-  CONTAINERD_FLAVOR=debian hack/containerd.sh down test16 >/dev/null
-fi
 if wants e2e; then
   stage "end-to-end tests (a local cluster: etcd, kube-apiserver, controller-manager, scheduler, this kubelet)"
   tier e2e -p 1 -v -timeout 45m ./test/e2e
@@ -153,5 +210,6 @@ if wants node-e2e; then
   fi
 fi
 stage ""
+finish_lane
 echo "== make test: $([ $status = 0 ] && echo passed || echo FAILED) in $((SECONDS - t0))s (tiers: $TIERS)"
 exit "$status"

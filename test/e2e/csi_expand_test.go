@@ -39,7 +39,9 @@ const expansionWait = 3 * time.Minute
 // FileSystemResizeSuccessful; the container is not restarted, and the
 // stats and the metric report the new capacity.
 func TestCSIOnlineExpansion(t *testing.T) {
-	nodeName := node(t)
+	// Mostly waiting for the sidecars' leader election and the resize:
+	// beside the other waiting tests.
+	nodeName := parallelOnSharedKubelet(t)
 	ctx := context.Background()
 	driver := fmt.Sprintf("mock-exp-%d.csi.gokubelet.io", time.Now().UnixNano()%100000)
 	m := startCSIMock(t, driver, "-log-calls", "-node-expansion")

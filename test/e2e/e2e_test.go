@@ -278,8 +278,8 @@ func sweepLeftovers() error {
 // after every sequential test of the tier, on the shared kubelet, which it
 // pins (framework.Kubelet.Pin: a restart by any of them fails). It is for
 // tests that mostly wait on the cluster (a certificate's lifetime,
-// metrics-server's scrapes, a second control plane) and never restart the
-// kubelet. It returns the node's name.
+// metrics-server's scrapes, a second control plane, the CSI sidecars) and
+// never restart the kubelet. It returns the node's name.
 func parallelOnSharedKubelet(t *testing.T) string {
 	t.Helper()
 	t.Parallel()

@@ -360,7 +360,8 @@ func TestMetricsEndpoints(t *testing.T) {
 // TestKubectlTop: metrics-server scrapes the kubelet, and kubectl top
 // answers with numbers for the node and the pods on it.
 func TestKubectlTop(t *testing.T) {
-	nodeName := node(t)
+	// Waiting for metrics-server's scrapes: beside the other waiting tests.
+	nodeName := parallelOnSharedKubelet(t)
 	ns := namespace(t)
 	startBusyPod(t, ns)
 	kubectl := func(args ...string) (string, error) {

@@ -1,10 +1,15 @@
 // Package integration runs the real kubelet binary against a real
-// containerd (the project's "test" instance, started by the harness when it
-// is not running) and checks what a user would see: /pods, the runtime's
-// own view through CRI, and the kubelet's log.
+// containerd (the project's containerd instance framework.Instance(),
+// started by the harness when it is not running) and checks what a user
+// would see: /pods, the runtime's own view through CRI, and the kubelet's
+// log.
 //
 // Tests run one at a time: a kubelet owns every pod in its runtime and stops
 // pods it does not know, so two kubelets must never share one containerd.
+// Their pods live under a cgroup root of this run's own (podCgroupRoot), so
+// that the tier can run beside a kubelet of another tier on this machine
+// (make test runs it beside the end-to-end tier): neither sees, limits nor
+// sweeps the other's pod cgroups.
 package integration
 
 import (
@@ -13,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,6 +26,7 @@ import (
 	cri "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/gokubelet/kubelet/pkg/runtime/cgroups"
 	"github.com/gokubelet/kubelet/pkg/volume/hostfs"
 	"github.com/gokubelet/kubelet/test/framework"
 )
@@ -35,6 +42,9 @@ var (
 	// clientCA signs the client certificates the tests present to the
 	// kubelet API (standalone: x509 authentication, AlwaysAllow).
 	clientCA *framework.CA
+	// podCgroupRoot is every test kubelet's cgroupRoot, unless a test sets
+	// its own: this run's, removed when it ends.
+	podCgroupRoot = fmt.Sprintf("/gokubelet-itest-%s-%d", framework.Instance(), os.Getpid())
 )
 
 func TestMain(m *testing.M) {
@@ -57,6 +67,13 @@ func run(m *testing.M) int {
 	if clientCA, err = framework.NewCA(tmp); err != nil {
 		fmt.Fprintf(os.Stderr, "integration: %v\n", err)
 		return 1
+	}
+	if l, err := cgroups.Detect(); err == nil {
+		defer func() {
+			for _, mnt := range l.MountPoints() {
+				removeCgroupTree(filepath.Join(mnt, podCgroupRoot))
+			}
+		}()
 	}
 	return m.Run()
 }
@@ -99,6 +116,9 @@ func startNodeWith(t *testing.T, extraConfig string) *node {
 	disk, err := framework.DiskConfig()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^cgroupRoot:`).MatchString(extraConfig) {
+		extraConfig = "cgroupRoot: " + podCgroupRoot + "\n" + extraConfig
 	}
 	cfg := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration

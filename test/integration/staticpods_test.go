@@ -420,11 +420,11 @@ func TestResourceLimitsReachTheCgroup(t *testing.T) {
 		t.Fatalf("containers: %v", cs)
 	}
 	// cgroup v1 (memory and cpu hierarchies) or v2 (unified), whichever the
-	// machine has.
-	dir := fmt.Sprintf("kubepods/burstable/pod%s/%s", p.UID, cs[0].Id)
+	// machine has; under the kubelet's cgroupRoot (the harness's).
+	dir := fmt.Sprintf("%s/kubepods/burstable/pod%s/%s", strings.TrimPrefix(podCgroupRoot, "/"), p.UID, cs[0].Id)
 	type check struct{ file, want string }
 	var checks []check
-	if _, err := os.Stat("/sys/fs/cgroup/memory/kubepods"); err == nil {
+	if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil {
 		checks = []check{
 			{"/sys/fs/cgroup/memory/" + dir + "/memory.limit_in_bytes", "67108864"},
 			{"/sys/fs/cgroup/cpu/" + dir + "/cpu.cfs_quota_us", "50000"},

@@ -23,8 +23,9 @@ import (
 )
 
 // The integration tests run against a real CRI runtime when
-// GOKUBELET_CRI_ENDPOINT is set (hack/containerd.sh up test; the socket is
-// `hack/containerd.sh socket test`; images from hack/images.sh test). When
+// GOKUBELET_CRI_ENDPOINT is set (make test: its instance test-rt, from
+// hack/containerd.sh up test-rt, socket `hack/containerd.sh socket test-rt`,
+// images from hack/images.sh test-rt). When
 // the variable is set but the runtime does not answer, they fail: a broken
 // environment must not pass as a skipped test.
 func realManager(t *testing.T) *Manager {
