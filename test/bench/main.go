@@ -35,15 +35,17 @@ type options struct {
 	rounds         int
 	criEndpoint    string
 	clusterDir     string
-	out            string
-	workDir        string
-	verbosity      int
-	commit         string
-	batchSmall     int
-	batchLarge     int
-	streamN        int
-	streamEvery    time.Duration
-	settleIdle     time.Duration
+	// clusterRunDir holds the control plane's pid files (machine.go).
+	clusterRunDir string
+	out           string
+	workDir       string
+	verbosity     int
+	commit        string
+	batchSmall    int
+	batchLarge    int
+	streamN       int
+	streamEvery   time.Duration
+	settleIdle    time.Duration
 	// floorSlots is the floor's start gate: the kubelet's limit
 	// (startgate.DefaultSlots) by default, 0 for none; floorOnly runs the
 	// floor alone (an experiment: no kubelet, no report).
@@ -115,6 +117,7 @@ func main() {
 	flag.IntVar(&o.rounds, "rounds", 3, "rounds (each: ours, upstream, floor)")
 	flag.StringVar(&o.criEndpoint, "cri", "unix:///run/gokubelet/bench/containerd.sock", "CRI endpoint of the bench containerd")
 	flag.StringVar(&o.clusterDir, "cluster-dir", "/var/lib/gokubelet/cluster", "hack/cluster.sh state dir")
+	flag.StringVar(&o.clusterRunDir, "cluster-run-dir", "/run/gokubelet/cluster", "hack/cluster.sh pid files: the control plane processes whose CPU each workload records")
 	flag.StringVar(&o.out, "out", "docs/benchmarks.md", "report to write")
 	flag.StringVar(&o.workDir, "work-dir", "/var/lib/gokubelet/bench/run", "kubelet root dirs, configs and logs")
 	flag.IntVar(&o.verbosity, "v", 2, "log verbosity of both kubelets")
@@ -333,11 +336,13 @@ func (b *bench) nodeFlows(ctx context.Context) float64 {
 	return v
 }
 
-// window measures the kubelet's CPU, peak RSS and API requests around f.
+// window measures the kubelet's CPU, peak RSS and API requests around f,
+// and the machine's and the control plane's CPU.
 type window struct {
 	b     *bench
 	pid   int
 	p0    procSample
+	m0    machineSample
 	reqs0 float64
 }
 
@@ -345,6 +350,7 @@ func (b *bench) openWindow(ctx context.Context, pid int) *window {
 	_ = resetPeakRSS(pid)
 	w := &window{b: b, pid: pid, reqs0: b.nodeFlows(ctx)}
 	w.p0, _ = readProc(pid)
+	w.m0 = readMachine(b.opt.clusterRunDir)
 	return w
 }
 
@@ -353,6 +359,7 @@ func (w *window) close(ctx context.Context, kind, wl string, pods int) procSampl
 	if err != nil {
 		logf("proc: %v", err)
 	}
+	w.b.recordMachine(kind, wl, w.m0, readMachine(w.b.opt.clusterRunDir))
 	reqs := w.b.nodeFlows(ctx)
 	w.b.res.add(kind, wl, "cpu", float64(p1.cpuTicks-w.p0.cpuTicks)/clockTicks)
 	w.b.res.add(kind, wl, "hwm", float64(p1.hwmKB)/1024)
@@ -757,19 +764,25 @@ func (b *bench) runFloorRound(kind, handler string) error {
 	ctx := context.Background()
 	logRoot := filepath.Join(b.opt.workDir, "floor-logs")
 	defer os.RemoveAll(logRoot)
+	// settle is how long each kubelet's window stays open after its last
+	// pod ran (workloads): the floor's machine CPU counts as long.
 	for _, c := range []struct {
-		wl    string
-		n     int
-		every time.Duration
-	}{{"batch-small", b.opt.batchSmall, 0}, {"batch-large", b.opt.batchLarge, 0}, {"stream", b.opt.streamN, b.opt.streamEvery}} {
+		wl     string
+		n      int
+		every  time.Duration
+		settle time.Duration
+	}{{"batch-small", b.opt.batchSmall, 0, 3 * time.Second}, {"batch-large", b.opt.batchLarge, 0, b.opt.settleIdle}, {"stream", b.opt.streamN, b.opt.streamEvery, 3 * time.Second}} {
 		if err := clearRuntime(ctx, b.rt); err != nil {
 			return err
 		}
 		b.quiet(ctx, fmt.Sprintf("%s %s", kind, c.wl))
+		m0 := readMachine(b.opt.clusterRunDir)
 		lat, phases, batch, err := runFloor(ctx, b.rt, startgate.New(b.opt.floorSlots, startgate.DefaultSlowAfter), c.n, c.wl, handler, logRoot, c.every)
 		if err != nil {
 			return err
 		}
+		time.Sleep(c.settle)
+		b.recordMachine(kind, c.wl, m0, readMachine(b.opt.clusterRunDir))
 		s := Summarize(Seconds(lat))
 		b.res.add(kind, c.wl, "p50", s.P50)
 		b.res.add(kind, c.wl, "p90", s.P90)

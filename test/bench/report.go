@@ -28,7 +28,10 @@ var (
 		{"p50", "p50 (s)"}, {"p90", "p90 (s)"}, {"p99", "p99 (s)"}, {"max", "max (s)"}, {"batch", "whole batch (s)"},
 	}
 	resourceFigs = []figure{
-		{"cpu", "kubelet CPU (s)"}, {"hwm", "kubelet peak RSS (MiB)"}, {"rss_idle", "kubelet RSS idle, pods running (MiB)"},
+		{"cpu", "kubelet CPU (s)"},
+		{"cpu_cp", "control plane CPU: etcd, kube-apiserver, -scheduler, -controller-manager, add-ons (s)"},
+		{"cpu_machine", "machine CPU, every process and the kernel (s)"},
+		{"hwm", "kubelet peak RSS (MiB)"}, {"rss_idle", "kubelet RSS idle, pods running (MiB)"},
 		{"rss_idle_anon", "… anonymous (MiB)"}, {"rss_idle_file", "… file-backed (MiB)"},
 		{"reqs", "API requests / pod"},
 	}
@@ -286,6 +289,13 @@ part by hand; re-run `+"`make bench`"+` instead.
   through /proc/<pid>/clear_refs at its start). Idle RSS: VmRSS with the large batch running,
   %v after the last pod started; each kubelet's heap profile at that moment is kept beside its
   log (`+"`<kind>-r<round>-heap-idle.pb.gz`"+`, for `+"`go tool pprof`"+`).
+- Machine and control plane CPU, over the same windows: the busy time of /proc/stat (every
+  process and the kernel, all CPUs), and utime+stime of the processes whose pid files
+  hack/cluster.sh keeps (etcd, kube-apiserver, kube-scheduler, kube-controller-manager,
+  kube-proxy, CoreDNS, metrics-server; one that restarts within the window is left out). The
+  floor's window runs from its first CRI call until as long after its last start as the
+  kubelets' windows stay open after their last pod ran. The floor starts its pods with the
+  control plane idle; a kubelet's come through it, on the same CPUs as the runtime.
 - API requests per pod, from the API server's side: the increase of
   `+"`apiserver_flowcontrol_dispatched_requests_total`"+` for the flow schemas that match group
   system:nodes (`+"`system-nodes`"+`, `+"`system-node-high`"+`; only the kubelet under test uses that
