@@ -24,7 +24,9 @@
 # "test" and the local cluster. The runtime lane's output goes to
 # _output/test-runtime-lane.log and is printed when it ends. Most of the
 # cluster lane's time is waiting (certificate lifetimes, call timeouts, an
-# outage of two minutes), so the runtime lane costs it little.
+# outage of two minutes), so the runtime lane costs it little; on a first
+# run the conformance tiers' suites (e2e.test, e2e_node.test) build beside
+# the end-to-end tier for the same reason.
 #
 # Nothing is skipped: tests that need containerd get its endpoint. Each stage
 # prints a progress line with its duration, so a newcomer sees where the time
@@ -161,8 +163,8 @@ if wants unit || wants integration; then
 fi
 
 if wants e2e || wants conformance; then
-  stage "upstream control plane (the first run builds it from the Go module proxy: minutes; cached after)"
-  hack/build-upstream.sh kube-apiserver kube-controller-manager kube-scheduler
+  stage "upstream control plane and kube-proxy (the first run builds them from the Go module proxy: minutes; cached after)"
+  hack/build-upstream.sh kube-apiserver kube-controller-manager kube-scheduler kube-proxy
   stage "upstream kubelets $KUBE_VERSION and $KUBE_PREVIOUS_VERSION for the takeover tests (the first run builds them: minutes; cached after)"
   hack/build-upstream.sh kubelet
   export GOKUBELET_UPSTREAM_KUBELET=$UPSTREAM_CACHE/$KUBE_VERSION/bin/kubelet
@@ -183,9 +185,28 @@ if wants e2e || wants conformance; then
   export GOKUBELET_CSI_PROVISIONER GOKUBELET_CSI_ATTACHER GOKUBELET_CSI_RESIZER
 fi
 
+# The suites of the conformance tiers build while the end-to-end tier runs,
+# which mostly waits (a first run; later ones find them cached).
+prebuild_pid=
+if wants e2e && { wants conformance || wants node-e2e; }; then
+  hack/build-upstream.sh e2e.test e2e_node.test ginkgo kubectl agnhost nonewprivs >_output/test-prebuild.log 2>&1 &
+  prebuild_pid=$!
+fi
+# finish_prebuild waits for that build; a failure is the conformance
+# tiers' to report (they build what is missing themselves).
+finish_prebuild() {
+  [ -n "$prebuild_pid" ] || return 0
+  wait "$prebuild_pid" || echo "== building the conformance suites beside the end-to-end tier failed (_output/test-prebuild.log): the conformance tiers try again"
+  prebuild_pid=
+}
+trap 'finish_prebuild; finish_lane' EXIT
 if wants e2e; then
   stage "end-to-end tests (a local cluster: etcd, kube-apiserver, controller-manager, scheduler, this kubelet)"
   tier e2e -p 1 -v -timeout 45m ./test/e2e
+fi
+if [ -n "$prebuild_pid" ]; then
+  stage "the upstream suites e2e.test and e2e_node.test (built beside the end-to-end tier on a first run)"
+  finish_prebuild
 fi
 if wants conformance; then
   stage "conformance subset (upstream e2e specs of test/conformance/subset.txt; the first run builds the suite, kube-proxy and CoreDNS: minutes)"
