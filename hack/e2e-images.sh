@@ -21,7 +21,8 @@
 # images add, e.g. nc -u).
 #
 # Idempotent: nothing is rebuilt or imported when the stamp (hash of inputs)
-# matches and every image is present. Intermediates live in _output/e2e-images.
+# matches and every image is present. Intermediates live in $GK_E2E_IMAGES_WORK
+# (~/.cache/gokubelet/e2e-images).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
@@ -65,7 +66,7 @@ gk_require_root
 gk_instance "${1:-node}"
 
 SRC=$GK_REPO_ROOT/images/e2e
-work=$GK_OUTPUT/e2e-images
+work=$GK_E2E_IMAGES_WORK
 mkdir -p "$work"
 BIN=$UPSTREAM_CACHE/$KUBE_VERSION/bin
 
@@ -434,7 +435,7 @@ if [ "$(cat "$GK_LIB/e2e-images.stamp" 2>/dev/null)" = "$stamp" ] && present &&
   exit 0
 fi
 
-# One build at a time: instances share _output/e2e-images.
+# One build at a time: instances and checkouts share $GK_E2E_IMAGES_WORK.
 exec 9>"$work/.lock"
 flock 9
 if [ "$(cat "$work/stamp" 2>/dev/null)" != "$stamp" ]; then

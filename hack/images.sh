@@ -12,7 +12,7 @@
 #
 # Idempotent: nothing is rebuilt or imported when a stamp (hash of sources,
 # this script and the tool versions) matches and both images are present.
-# Intermediates live in _output/images/.
+# Intermediates live in $GK_IMAGES_WORK (~/.cache/gokubelet/images).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/versions.sh"
@@ -28,7 +28,7 @@ for t in go umoci ctr busybox flock; do
   command -v $t >/dev/null || gk_die "$t not found: run hack/install-deps.sh"
 done
 
-work=$GK_OUTPUT/images
+work=$GK_IMAGES_WORK
 mkdir -p "$work"
 
 stamp=$(
@@ -124,7 +124,7 @@ if [ "$(cat "$GK_LIB/images.stamp" 2>/dev/null)" = "$stamp" ] && present &&
   exit 0
 fi
 
-# One build at a time: instances share _output/images.
+# One build at a time: instances and checkouts share $GK_IMAGES_WORK.
 exec 9>"$work/.lock"
 flock 9
 if [ "$(cat "$work/stamp" 2>/dev/null)" != "$stamp" ] || [ ! -f "$work/pause.tar" ] || [ ! -f "$work/testimage.tar" ]; then

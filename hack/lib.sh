@@ -11,6 +11,11 @@
 
 GK_REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 GK_OUTPUT=${GK_OUTPUT:-$GK_REPO_ROOT/_output}
+# Where hack/images.sh and hack/e2e-images.sh build their image tars: a cache
+# outside the checkout, so a new clone (CI's) finds them built (their stamps
+# say whether they are current).
+GK_IMAGES_WORK=${GK_IMAGES_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/images}
+GK_E2E_IMAGES_WORK=${GK_E2E_IMAGES_WORK:-${XDG_CACHE_HOME:-$HOME/.cache}/gokubelet/e2e-images}
 
 gk_die() { echo "${0##*/}: error: $*" >&2; exit 1; }
 gk_warn() { echo "${0##*/}: warning: $*" >&2; }

@@ -216,10 +216,10 @@ if [ -n "$MIRROR" ]; then
   # The images just built, as hack/images.sh and hack/e2e-images.sh name
   # their OCI layouts.
   {
-    echo "registry.k8s.io/pause:$PAUSE_VERSION=$GK_OUTPUT/images/pause.tar"
+    echo "registry.k8s.io/pause:$PAUSE_VERSION=$GK_IMAGES_WORK/pause.tar"
     hack/e2e-images.sh --list | while read -r ref; do
       n=${ref##*/}
-      echo "$ref=$GK_OUTPUT/e2e-images/${n%%:*}-${n##*:}.tar"
+      echo "$ref=$GK_E2E_IMAGES_WORK/${n%%:*}-${n##*:}.tar"
     done
   } >"$OUT/registry-images.txt"
   go build -o "$OUT/bin/ociregistry" ./hack/tools/ociregistry

@@ -5,7 +5,7 @@
 // registry.k8s.io. See README.md.
 //
 //	ociregistry -listen 127.0.0.1:5000 \
-//	  -image registry.k8s.io/e2e-test-images/agnhost:2.66.1=_output/e2e-images/agnhost-2.66.1.tar \
+//	  -image registry.k8s.io/e2e-test-images/agnhost:2.66.1=$HOME/.cache/gokubelet/e2e-images/agnhost-2.66.1.tar \
 //	  -images-file images.txt
 //
 // Only GET and HEAD of /v2/, /v2/<name>/manifests/<tag-or-digest> and
