@@ -202,7 +202,9 @@ finish_prebuild() {
 trap 'finish_prebuild; finish_lane' EXIT
 if wants e2e; then
   stage "end-to-end tests (a local cluster: etcd, kube-apiserver, controller-manager, scheduler, this kubelet)"
-  tier e2e -p 1 -v -timeout 45m ./test/e2e
+  # -parallel 5: the tests that wait side by side at the end of the tier
+  # (parallelOnSharedKubelet) all at once; the others run one at a time.
+  tier e2e -p 1 -parallel 5 -v -timeout 45m ./test/e2e
 fi
 if [ -n "$prebuild_pid" ]; then
   stage "the upstream suites e2e.test and e2e_node.test (built beside the end-to-end tier on a first run)"
