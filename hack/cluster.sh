@@ -87,7 +87,18 @@ start() {
   log "starting $name (log: $CLUSTER_LOG_DIR/$name.log)"
   echo "=== $(date -u +%FT%TZ) starting: $*" >> "$CLUSTER_LOG_DIR/$name.log"
   gk_daemon "$@" >> "$CLUSTER_LOG_DIR/$name.log" 2>&1 < /dev/null
-  echo $! > "$(pidfile "$name")"
+  pid=$!
+  echo "$pid" > "$(pidfile "$name")"
+  # Until the daemon's subshell has closed our descriptors and exec'ed the
+  # binary, its process is not yet NAME: on a loaded machine (a build
+  # beside) that took over 0.2 s. Wait for the exec (at most 10 s, or until
+  # the process is gone), then give the binary 0.2 s to fail at once.
+  local i
+  for i in $(seq 1 100); do
+    running "$name" >/dev/null && break
+    [ -d "/proc/$pid" ] || break
+    sleep 0.1
+  done
   sleep 0.2
   running "$name" >/dev/null || { tail -n 20 "$CLUSTER_LOG_DIR/$name.log" >&2; die "$name exited at once"; }
 }
