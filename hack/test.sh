@@ -4,10 +4,10 @@
 # (once, cached) the upstream control plane, then runs the test tiers:
 #
 #   unit          go vet, the README layout check, unit tests (and the CRI
-#                 runtime manager against the test containerd)
+#                 runtime manager against containerd instance "test-rt")
 #   integration   the kubelet binary against containerd (test/integration),
 #                 twice: on containerd 2.x (CONTAINERD_VERSION, instance
-#                 "test") and on Debian's containerd 1.6 (instance "test16")
+#                 "test-rt") and on Debian's containerd 1.6 (instance "test16")
 #   e2e           a real local cluster driven as a user would (test/e2e)
 #   conformance   the upstream e2e specs of test/conformance/subset.txt (specs
 #                 this kubelet passes) against it on the local cluster, with
@@ -22,7 +22,7 @@
 # kubelets keep their pods under a cgroup root of their own), and the
 # cluster lane (the upstream builds, e2e, conformance, node-e2e) on instance
 # "test" and the local cluster. The runtime lane's output goes to
-# _output/test-runtime-lane.log and is printed when it ends. Most of the
+# _output/test-runtime-lane.log and is printed once both lanes end. Most of the
 # cluster lane's time is waiting (certificate lifetimes, call timeouts, an
 # outage of two minutes), so the runtime lane costs it little; on a first
 # run the conformance tiers' suites (e2e.test, e2e_node.test) build beside
