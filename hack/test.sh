@@ -106,6 +106,12 @@ tier() {
 # test-rt (and test16 for containerd 1.6); exits non-zero if one failed.
 runtime_lane() {
   set -e
+  # The integration kubelets serve the device plugins' registration socket
+  # on the host's fixed /var/lib/kubelet/device-plugins/kubelet.sock, as
+  # every kubelet does: the end-to-end tier's device plugin test waits for
+  # this file (however the lane ends) so that no kubelet of this lane takes
+  # its sample plugin's registration.
+  trap '[ -z "${lane_done:-}" ] || touch "$lane_done"' EXIT
   current=""
   export GOKUBELET_TEST_INSTANCE=test-rt
   stage "containerd instance test-rt ($ctrd_name) and its images, for the unit and integration tiers"
@@ -157,6 +163,9 @@ if wants unit || wants integration; then
   stage ""
   if wants e2e || wants conformance || wants node-e2e; then
     echo "== unit and integration tiers: running beside the rest (output in _output/test-runtime-lane.log, printed when they end)"
+    lane_done=$PWD/_output/.runtime-lane-done
+    rm -f "$lane_done"
+    export GOKUBELET_TEST_DEVICE_PLUGIN_DIR_FREE=$lane_done
     runtime_lane >_output/test-runtime-lane.log 2>&1 &
     lane_pid=$!
   else

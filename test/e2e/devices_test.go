@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -41,6 +42,15 @@ func startSampleDevicePlugin(t *testing.T) *osexec.Cmd {
 	// the plugin writes its spec; a device plugin's DaemonSet mounts it.
 	if err := os.MkdirAll("/var/run/cdi", 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// make test's unit and integration tiers run beside this tier, and
+	// their kubelets serve the same fixed registration socket: wait until
+	// they are done (hack/test.sh touches the file however they end).
+	if free := os.Getenv("GOKUBELET_TEST_DEVICE_PLUGIN_DIR_FREE"); free != "" {
+		framework.EventuallyWithin(t, 30*time.Minute, "the integration tiers' kubelets gone from /var/lib/kubelet/device-plugins", func() (bool, string) {
+			_, err := os.Stat(free)
+			return err == nil, fmt.Sprint(err)
+		})
 	}
 	cmd := osexec.Command(bin)
 	cmd.Env = append(os.Environ(), "CDI_ENABLED=1")
