@@ -17,11 +17,14 @@
 #                 e2e_node.test starts this kubelet itself (it stops the
 #                 local cluster, whose ports it needs)
 #
-# Two lanes run side by side, as they share nothing: the runtime lane (unit,
-# then integration) on a containerd instance of its own ("test-rt"; its
-# kubelets keep their pods under a cgroup root of their own), and the
-# cluster lane (the upstream builds, e2e, conformance, node-e2e) on instance
-# "test" and the local cluster. The runtime lane's output goes to
+# Two lanes run side by side: the runtime lane (unit, then integration) on a
+# containerd instance of its own ("test-rt"; its kubelets keep their pods
+# under a cgroup root of their own), and the cluster lane (the upstream
+# builds, e2e, conformance, node-e2e) on instance "test" and the local
+# cluster. They share one thing, the host's fixed device plugin socket
+# (/var/lib/kubelet/device-plugins/kubelet.sock, served by every kubelet):
+# the end-to-end device plugin test waits for the runtime lane to end
+# (GOKUBELET_TEST_DEVICE_PLUGIN_DIR_FREE). The runtime lane's output goes to
 # _output/test-runtime-lane.log and is printed once both lanes end. Most of the
 # cluster lane's time is waiting (certificate lifetimes, call timeouts, an
 # outage of two minutes), so the runtime lane costs it little; on a first
