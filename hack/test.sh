@@ -24,7 +24,8 @@
 # cluster. They share one thing, the host's fixed device plugin socket
 # (/var/lib/kubelet/device-plugins/kubelet.sock, served by every kubelet):
 # the end-to-end device plugin test waits for the runtime lane to end
-# (GOKUBELET_TEST_DEVICE_PLUGIN_DIR_FREE). The runtime lane's output goes to
+# (GOKUBELET_TEST_DEVICE_PLUGIN_DIR_FREE), then restarts its kubelet, which
+# creates the socket anew. The runtime lane's output goes to
 # _output/test-runtime-lane.log and is printed once both lanes end. Most of the
 # cluster lane's time is waiting (certificate lifetimes, call timeouts, an
 # outage of two minutes), so the runtime lane costs it little; on a first

@@ -43,15 +43,6 @@ func startSampleDevicePlugin(t *testing.T) *osexec.Cmd {
 	if err := os.MkdirAll("/var/run/cdi", 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// make test's unit and integration tiers run beside this tier, and
-	// their kubelets serve the same fixed registration socket: wait until
-	// they are done (hack/test.sh touches the file however they end).
-	if free := os.Getenv("GOKUBELET_TEST_DEVICE_PLUGIN_DIR_FREE"); free != "" {
-		framework.EventuallyWithin(t, 30*time.Minute, "the integration tiers' kubelets gone from /var/lib/kubelet/device-plugins", func() (bool, string) {
-			_, err := os.Stat(free)
-			return err == nil, fmt.Sprint(err)
-		})
-	}
 	cmd := osexec.Command(bin)
 	cmd.Env = append(os.Environ(), "CDI_ENABLED=1")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -60,6 +51,29 @@ func startSampleDevicePlugin(t *testing.T) *osexec.Cmd {
 	}
 	t.Cleanup(func() { stopProcess(cmd) })
 	return cmd
+}
+
+// takeBackDevicePluginSocket: make test's unit and integration tiers run
+// beside this tier, and each of their kubelets creates the host's fixed
+// /var/lib/kubelet/device-plugins/kubelet.sock anew when it starts, as
+// every kubelet does. So this tier's kubelet, started before them, may no
+// longer serve that socket, and the last of them, gone, leaves a file
+// nobody listens on. Wait until they are done (hack/test.sh touches the
+// file however they end), then restart this tier's kubelet, which creates
+// the socket anew.
+func takeBackDevicePluginSocket(t *testing.T) {
+	t.Helper()
+	free := os.Getenv("GOKUBELET_TEST_DEVICE_PLUGIN_DIR_FREE")
+	if free == "" {
+		return
+	}
+	framework.EventuallyWithin(t, 30*time.Minute, "the integration tiers' kubelets gone from /var/lib/kubelet/device-plugins", func() (bool, string) {
+		_, err := os.Stat(free)
+		return err == nil, fmt.Sprint(err)
+	})
+	kubelet.Stop(t)
+	kubelet.Start(t)
+	node(t)
 }
 
 func stopProcess(cmd *osexec.Cmd) {
@@ -160,6 +174,7 @@ func rejected(p *v1.Pod) bool {
 func TestDevicePlugins(t *testing.T) {
 	name := node(t)
 	ctx := context.Background()
+	takeBackDevicePluginSocket(t)
 	plugin := startSampleDevicePlugin(t)
 	framework.Eventually(t, "the sample devices on the Node", func() (bool, string) {
 		c, a := nodeDevices(t, name)
