@@ -252,7 +252,7 @@ var podSpecFields = map[string]fieldStatus{
 	"VolumeSource.ScaleIO":               refusedVolume(),
 	"VolumeSource.StorageOS":             refusedVolume(),
 	"VolumeSource.CSI":                   implemented("pkg/volume"),
-	"VolumeSource.Image":                 refusedVolume(),
+	"VolumeSource.Image":                 implemented("pkg/volume"),
 
 	// The sources of the volume types this node provides. The alpha
 	// fields (user, defaultUser, an emptyDir's mode) are honoured with
@@ -319,6 +319,8 @@ var podSpecFields = map[string]fieldStatus{
 	"PodCertificateProjection.CertificateChainPath":   implemented("pkg/volume"),
 	"PodCertificateProjection.UserAnnotations":        implemented("pkg/node/podcerts"),
 	"PodCertificateProjection.User":                   implemented("pkg/volume"),
+	"ImageVolumeSource.Reference":                     implemented("pkg/volume"),
+	"ImageVolumeSource.PullPolicy":                    implemented("pkg/volume"),
 	"CSIVolumeSource.Driver":                          implemented("pkg/volume"),
 	"CSIVolumeSource.ReadOnly":                        implemented("pkg/volume"),
 	"CSIVolumeSource.FSType":                          implemented("pkg/volume"),
@@ -447,6 +449,7 @@ var walkedTypes = map[reflect.Type]bool{
 	reflect.TypeOf(v1.PersistentVolumeClaimVolumeSource{}): true,
 	reflect.TypeOf(v1.EphemeralVolumeSource{}):             true,
 	reflect.TypeOf(v1.CSIVolumeSource{}):                   true,
+	reflect.TypeOf(v1.ImageVolumeSource{}):                 true,
 	reflect.TypeOf(v1.VolumeProjection{}):                  true,
 	reflect.TypeOf(v1.SecretProjection{}):                  true,
 	reflect.TypeOf(v1.ConfigMapProjection{}):               true,
@@ -763,6 +766,7 @@ var docSections = []struct{ typeName, title string }{
 	{"PersistentVolumeClaimVolumeSource", "`volumes[].persistentVolumeClaim`"},
 	{"EphemeralVolumeSource", "`volumes[].ephemeral`"},
 	{"CSIVolumeSource", "`volumes[].csi`"},
+	{"ImageVolumeSource", "`volumes[].image`"},
 	{"LocalObjectReference", "object references (`imagePullSecrets[]`, a configMap's or secret's name, `nodePublishSecretRef`)"},
 	{"EphemeralContainerCommon", ""}, // as Container
 }

@@ -143,6 +143,17 @@ func (r *nodeResources) attach(ctx context.Context, core *node.Core, eng *cri.En
 			}
 			return []string{sandboxImage.name}
 		},
+		InUse: func(context.Context) []string {
+			var refs []string
+			for _, p := range eng.ActivePods() {
+				for _, v := range p.Spec.Volumes {
+					if v.Image != nil && v.Image.Reference != "" {
+						refs = append(refs, v.Image.Reference)
+					}
+				}
+			}
+			return refs
+		},
 		Recorder: core.Recorder(), NodeRef: core.NodeRef(),
 	}
 	maxSize, err := resource.ParseQuantity(cfg.ContainerLogMaxSize)

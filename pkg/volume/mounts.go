@@ -34,8 +34,10 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		vs := pv.vols[vm.Name]
 		var path string
 		var ro, ready bool
+		var img *imageVolume
 		if vs != nil {
 			path, ro, ready = vs.path, vs.src != nil && vs.src.readOnly(), vs.ready
+			img, _ = vs.src.(*imageVolume)
 		}
 		pv.mu.Unlock()
 		if !ready {
@@ -52,6 +54,15 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 			if err := subpath.Validate(sub); err != nil {
 				return nil, fmt.Errorf("volumeMount %q of container %q: %w", vm.Name, c.Name, err)
 			}
+		}
+		if img != nil {
+			// The runtime mounts the image (and the subPath inside it);
+			// always read-only, as upstream.
+			out = append(out, container.Mount{Name: vm.Name, ContainerPath: vm.MountPath, ReadOnly: true,
+				Image: img.src.Reference, PullPolicy: img.src.PullPolicy, ImageSubPath: sub})
+			continue
+		}
+		if sub != "" {
 			target := subpath.Target(m.PodDir(pod.UID), vm.Name, c.Name, i)
 			p, err := subpath.Prepare(path, sub, target)
 			if err != nil {
@@ -84,6 +95,9 @@ func (m *Manager) VolumeDir(pod *v1.Pod, name string) (string, error) {
 	vs := pv.vols[name]
 	if vs == nil || !vs.ready {
 		return "", fmt.Errorf("volume %q is not set up", name)
+	}
+	if vs.path == "" {
+		return "", fmt.Errorf("volume %q (%s) has no directory on the node", name, vs.src.kind())
 	}
 	return vs.path, nil
 }

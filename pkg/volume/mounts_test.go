@@ -96,3 +96,45 @@ func TestExpandSubPathExpr(t *testing.T) {
 		}
 	}
 }
+
+// An image volume is nothing on the host: its mount carries the reference,
+// its pull policy and the subPath (checked like any other) for the runtime
+// manager, read-only whatever the volumeMount says.
+func TestContainerMountsImageVolume(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := pod("u1", vol("tools", v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "example.com/tools:1", PullPolicy: v1.PullNever}}))
+	c := &p.Spec.Containers[0]
+	c.VolumeMounts = []v1.VolumeMount{
+		{Name: "tools", MountPath: "/tools"},
+		{Name: "tools", MountPath: "/bin/tool", SubPathExpr: "bin/$(TOOL)"},
+	}
+	e.setUp(p)
+	envs := map[string]string{"TOOL": "jq"}
+	mnts, err := e.m.ContainerMounts(ctx, p, c, func(k string) (string, bool) { v, ok := envs[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mnts) != 2 {
+		t.Fatalf("mounts %+v", mnts)
+	}
+	for i, want := range []string{"", "bin/jq"} {
+		m := mnts[i]
+		if m.Image != "example.com/tools:1" || m.PullPolicy != v1.PullNever || m.HostPath != "" || !m.ReadOnly || m.ImageSubPath != want {
+			t.Errorf("mount %d: %+v, want the image with subPath %q, read-only", i, m, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(e.m.PodDir(p.UID), "volumes")); err == nil {
+		entries, _ := os.ReadDir(filepath.Join(e.m.PodDir(p.UID), "volumes"))
+		if len(entries) != 0 {
+			t.Errorf("an image volume made something on the host: %v", entries)
+		}
+	}
+	if _, err := e.m.VolumeDir(p, "tools"); err == nil || !strings.Contains(err.Error(), "no directory on the node") {
+		t.Errorf("VolumeDir of an image volume: %v", err)
+	}
+	c.VolumeMounts = []v1.VolumeMount{{Name: "tools", MountPath: "/x", SubPath: "../etc"}}
+	if _, err := e.m.ContainerMounts(ctx, p, c, nil); err == nil || !strings.Contains(err.Error(), "subPath") {
+		t.Errorf("backstepping subPath in an image volume: %v", err)
+	}
+}

@@ -61,6 +61,8 @@ func newSource(pod *v1.Pod, v *v1.Volume) (source, error) {
 		return &claim{name: pod.Name + "-" + v.Name, ephemeral: true}, nil
 	case s.CSI != nil:
 		return &csiInline{vol: v}, nil
+	case s.Image != nil:
+		return &imageVolume{src: s.Image}, nil
 	}
 	return nil, &UnsupportedError{Volume: v.Name, Type: TypeOf(v)}
 }

@@ -43,14 +43,14 @@ func TestGates(t *testing.T) {
 	}
 	lacking := LackingOn(func(name string) (bool, bool) {
 		switch name {
-		case "ImageVolume", "KubeletInUserNamespace", "KubeletPSI", string(InPlacePodVerticalScaling):
+		case "ImageVolumeWithDigest", "ImageVolume", "KubeletInUserNamespace", "KubeletPSI", string(InPlacePodVerticalScaling):
 			return true, true
 		case "DynamicResourceAllocation":
 			return true, false
 		}
 		return false, true
 	})
-	if want := []string{"ImageVolume", "KubeletInUserNamespace"}; !reflect.DeepEqual(lacking, want) {
+	if want := []string{"ImageVolumeWithDigest", "KubeletInUserNamespace"}; !reflect.DeepEqual(lacking, want) {
 		t.Errorf("LackingOn = %v, want %v (wired, locked and unknown gates never lacking)", lacking, want)
 	}
 	if _, ok := Lookup("SidecarContainers"); !ok {

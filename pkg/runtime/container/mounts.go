@@ -18,6 +18,15 @@ type Mount struct {
 	ReadOnly      bool
 	// Propagation is the volumeMount's mountPropagation; "" is None.
 	Propagation v1.MountPropagationMode
+	// Image, for an image volume, is its image reference as the pod spec
+	// writes it (volumes[].image.reference), with PullPolicy its
+	// pullPolicy ("" for the default): the runtime manager pulls it as the
+	// container's own image and the runtime mounts it (CRI Mount.image),
+	// read-only. HostPath is then empty, and ImageSubPath is the
+	// volumeMount's subPath (expanded) inside the image.
+	Image        string
+	PullPolicy   v1.PullPolicy
+	ImageSubPath string
 }
 
 // MountsFunc returns the mounts of a container's volumeMounts, in order.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/distribution/reference"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 	cri "k8s.io/cri-api/pkg/apis"
@@ -110,9 +111,14 @@ type ImageGC struct {
 	Policy  ImagePolicy
 	// Protected are image names never removed (the sandbox image).
 	Protected func(ctx context.Context) []string
-	Recorder  record.EventRecorder
-	NodeRef   *v1.ObjectReference
-	Clock     clock.Clock
+	// InUse, when set, returns the images pods use other than as their
+	// containers' images, as the pod specs write them (the references of
+	// the image volumes of the pods on the node): in use, as a container's
+	// image is, without asking the runtime for every container's mounts.
+	InUse    func(ctx context.Context) []string
+	Recorder record.EventRecorder
+	NodeRef  *v1.ObjectReference
+	Clock    clock.Clock
 	// AfterCollect, when set, is called after each collection (the
 	// periodic one, whatever it removed, and DeleteUnusedImages) with the
 	// IDs of the images still on the node and the time their listing
@@ -315,6 +321,14 @@ func (g *ImageGC) detect(ctx context.Context, now time.Time) ([]ImageRecord, err
 		used[c.ImageRef] = true
 		used[c.GetImage().GetImage()] = true
 	}
+	if g.InUse != nil {
+		for _, n := range g.InUse(ctx) {
+			used[n] = true
+			if full, ok := fullName(n); ok {
+				used[full] = true
+			}
+		}
+	}
 	protected := map[string]bool{}
 	if g.Protected != nil {
 		for _, n := range g.Protected(ctx) {
@@ -406,4 +420,14 @@ func SandboxImage(ctx context.Context, rs cri.RuntimeService) string {
 		}
 	}
 	return ""
+}
+
+// fullName is an image reference as the runtime lists it among an image's
+// RepoTags or RepoDigests: "busybox" is "docker.io/library/busybox:latest".
+func fullName(image string) (string, bool) {
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return "", false
+	}
+	return reference.TagNameOnly(named).String(), true
 }

@@ -190,3 +190,26 @@ func TestAfterCollectGetsTheImagesLeft(t *testing.T) {
 		t.Errorf("a collection without a listing called the hook: %v %q", err, calls)
 	}
 }
+
+// TestImageVolumesAreInUse: the images pods mount as image volumes stay,
+// matched by the reference as the pod writes it ("busybox" is the
+// runtime's docker.io/library/busybox:latest); the others go.
+func TestImageVolumesAreInUse(t *testing.T) {
+	ctx := context.Background()
+	is := critesting.NewFakeImageService()
+	is.SetFakeImages([]string{"docker.io/library/busybox:latest", "example.com/tools:1", "old:1"})
+	clk := clocktesting.NewFakeClock(t0)
+	g := &ImageGC{Images: is, Runtime: critesting.NewFakeRuntimeService(), Clock: clk,
+		Policy: ImagePolicy{HighThresholdPercent: 85, LowThresholdPercent: 80},
+		InUse:  func(context.Context) []string { return []string{"busybox", "example.com/tools:1", "Not A Reference"} }}
+	if _, err := g.detect(ctx, clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(time.Hour)
+	if err := g.DeleteUnusedImages(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ids, ok := listedIDs(g); !ok || ids != "[docker.io/library/busybox:latest example.com/tools:1]" {
+		t.Fatalf("after collection, listed = %s %v", ids, ok)
+	}
+}

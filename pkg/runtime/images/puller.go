@@ -140,10 +140,17 @@ func ApplyDefaultTag(image string) (string, error) {
 // the API server does: Always for ":latest" or untagged images, else
 // IfNotPresent.
 func PullPolicy(c *v1.Container) v1.PullPolicy {
-	if c.ImagePullPolicy != "" {
-		return c.ImagePullPolicy
+	return EffectivePullPolicy(c.ImagePullPolicy, c.Image)
+}
+
+// EffectivePullPolicy is policy, or for an empty one the API server's
+// default for image: Always for ":latest" or untagged images, else
+// IfNotPresent. Containers and image volumes default alike.
+func EffectivePullPolicy(policy v1.PullPolicy, image string) v1.PullPolicy {
+	if policy != "" {
+		return policy
 	}
-	named, err := reference.ParseNormalizedNamed(c.Image)
+	named, err := reference.ParseNormalizedNamed(image)
 	if err != nil {
 		return v1.PullIfNotPresent
 	}
@@ -182,16 +189,28 @@ func ContainerRef(pod *v1.Pod, c *v1.Container) *v1.ObjectReference {
 // returns the image reference (ID) to create the container with. Failures
 // are *Error values carrying the upstream reason.
 func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	return p.ensure(ctx, pod, ContainerRef(pod, c), c.Image, PullPolicy(c), sandbox)
+}
+
+// EnsureVolumeImage does the same for an image volume's reference and
+// pullPolicy ("" for the default, as a container's): the same pull
+// records, credentials, back-off and events, recorded on the pod, as
+// upstream does for image volumes.
+func (p *Puller) EnsureVolumeImage(ctx context.Context, pod *v1.Pod, image string, policy v1.PullPolicy, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
+	return p.ensure(ctx, pod, ContainerRef(pod, nil), image, EffectivePullPolicy(policy, image), sandbox)
+}
+
+// ensure makes userImage (as the pod spec writes it) present per policy,
+// with events on ref, and returns the image reference (ID).
+func (p *Puller) ensure(ctx context.Context, pod *v1.Pod, ref *v1.ObjectReference, userImage string, policy v1.PullPolicy, sandbox *runtimeapi.PodSandboxConfig) (string, error) {
 	logger := klog.FromContext(ctx)
-	ref := ContainerRef(pod, c)
-	image, err := ApplyDefaultTag(c.Image)
+	image, err := ApplyDefaultTag(userImage)
 	if err != nil {
-		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", c.Image, err)
+		msg := fmt.Sprintf("Failed to apply default image tag %q: %v", userImage, err)
 		p.recorder.Event(ref, v1.EventTypeWarning, EventInspectFailed, msg)
 		return "", &Error{Reason: ReasonInvalidImageName, Message: msg, Err: err}
 	}
 	spec := &runtimeapi.ImageSpec{Image: image}
-	policy := PullPolicy(c)
 	logins := sync.OnceValue(func() []credentials.Login {
 		if p.creds == nil {
 			return nil
@@ -203,7 +222,7 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	if policy != v1.PullAlways {
 		st, err := p.svc.ImageStatus(ctx, spec, false)
 		if err != nil {
-			msg := fmt.Sprintf("Failed to inspect image %q: %v", c.Image, err)
+			msg := fmt.Sprintf("Failed to inspect image %q: %v", userImage, err)
 			p.recorder.Event(ref, v1.EventTypeWarning, EventFailed, msg)
 			return "", &Error{Reason: ReasonImageInspectError, Message: msg, Err: err}
 		}
@@ -212,21 +231,21 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 		}
 		if present != "" {
 			if p.records == nil {
-				p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", c.Image)
+				p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine", userImage)
 				return present, nil
 			}
-			if !p.records.MustPull(ctx, c.Image, present, func() pullverify.PodCredentials { return podCredentials(logins()) }) {
-				p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine and can be accessed by the pod", c.Image)
+			if !p.records.MustPull(ctx, userImage, present, func() pullverify.PodCredentials { return podCredentials(logins()) }) {
+				p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Container image %q already present on machine and can be accessed by the pod", userImage)
 				return present, nil
 			}
 			// The pod must show credentials that pulled the image: it
 			// pulls with its own (IfNotPresent). With Never it fails as
 			// if the image were absent, which does not reveal that
 			// another pod's credentials brought it (upstream's rule).
-			logger.V(2).Info("Image present, but no recorded pull of it used credentials the pod has; the pod must pull it itself", "pod", klog.KObj(pod), "image", c.Image, "pullPolicy", policy)
+			logger.V(2).Info("Image present, but no recorded pull of it used credentials the pod has; the pod must pull it itself", "pod", klog.KObj(pod), "image", userImage, "pullPolicy", policy)
 		}
 		if policy == v1.PullNever {
-			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", c.Image)
+			msg := fmt.Sprintf("Container image %q is not present with pull policy of Never", userImage)
 			p.recorder.Event(ref, v1.EventTypeWarning, ReasonErrImageNeverPull, msg)
 			return "", &Error{Reason: ReasonErrImageNeverPull, Message: msg}
 		}
@@ -234,7 +253,7 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 
 	key := string(pod.UID) + "_" + image
 	if p.backoff.IsInBackOffSinceUpdate(key, p.clock.Now()) {
-		msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+		msg := fmt.Sprintf("Back-off pulling image %q", userImage)
 		p.recorder.Event(ref, v1.EventTypeNormal, EventBackOff, msg)
 		p.recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %s", ReasonImagePullBackOff)
 		// flowcontrol does not tell how much of the delay is left; the
@@ -244,20 +263,20 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 
 	if p.records != nil {
-		if err := p.records.RecordPullIntent(ctx, c.Image); err != nil {
-			msg := fmt.Sprintf("Failed to record image pull intent for container image %q: %v", c.Image, err)
+		if err := p.records.RecordPullIntent(ctx, userImage); err != nil {
+			msg := fmt.Sprintf("Failed to record image pull intent for container image %q: %v", userImage, err)
 			p.recorder.Event(ref, v1.EventTypeWarning, EventFailed, msg)
 			return "", &Error{Reason: ReasonErrImagePull, Message: msg, Err: err}
 		}
 	}
-	p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulling, "Pulling image %q", c.Image)
+	p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulling, "Pulling image %q", userImage)
 	waitStart := p.clock.Now()
 	if p.slots != nil {
 		select {
 		case p.slots <- struct{}{}:
 		case <-ctx.Done():
 			if p.records != nil {
-				p.records.RecordPullFailed(ctx, c.Image)
+				p.records.RecordPullFailed(ctx, userImage)
 			}
 			return "", &Error{Reason: ReasonErrImagePull, Message: ctx.Err().Error(), Err: ctx.Err()}
 		}
@@ -269,21 +288,21 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	}
 	if p.records != nil {
 		if err != nil {
-			p.records.RecordPullFailed(ctx, c.Image)
+			p.records.RecordPullFailed(ctx, userImage)
 		} else {
 			var secret *kubeletv1beta1.ImagePullSecret
 			if used != nil {
 				secret = used.Secret
 			}
-			p.records.RecordPulled(ctx, c.Image, imageRef, pullverify.PulledWith(secret))
+			p.records.RecordPulled(ctx, userImage, imageRef, pullverify.PulledWith(secret))
 		}
 	}
 	done := p.clock.Now()
 	if err != nil {
 		p.backoff.Next(key, done)
 		delay := p.backoff.Get(key)
-		logger.V(2).Info("Image pull failed", "pod", klog.KObj(pod), "image", c.Image, "err", err)
-		msg := fmt.Sprintf("Failed to pull image %q: %v", c.Image, err)
+		logger.V(2).Info("Image pull failed", "pod", klog.KObj(pod), "image", userImage, "err", err)
+		msg := fmt.Sprintf("Failed to pull image %q: %v", userImage, err)
 		p.recorder.Event(ref, v1.EventTypeWarning, EventFailed, msg)
 		p.recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %s", ReasonErrImagePull)
 		return "", &Error{Reason: ReasonErrImagePull, Message: msg, Err: err, RetryAfter: delay}
@@ -291,7 +310,7 @@ func (p *Puller) EnsureImage(ctx context.Context, pod *v1.Pod, c *v1.Container, 
 	p.backoff.Reset(key)
 	p.backoff.GC()
 	p.recorder.Eventf(ref, v1.EventTypeNormal, EventPulled, "Successfully pulled image %q in %v (%v including waiting)",
-		c.Image, done.Sub(pullStart).Round(time.Millisecond), done.Sub(waitStart).Round(time.Millisecond))
+		userImage, done.Sub(pullStart).Round(time.Millisecond), done.Sub(waitStart).Round(time.Millisecond))
 	return imageRef, nil
 }
 

@@ -136,7 +136,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		vals[e.Name] = e.Value
 	}
 	lookup := func(n string) (string, bool) { v, ok := vals[n]; return v, ok }
-	vm, err := m.volumeMounts(ctx, pod, c, lookup)
+	vm, err := m.volumeMounts(ctx, pod, c, lookup, sandbox)
 	if err != nil {
 		return nil, err
 	}
@@ -267,6 +267,13 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, s ContainerTo
 		restartCount = restartCountFromLogs(filepath.Join(PodLogDir(m.opts.PodLogsDir, pod.Namespace, pod.Name, string(pod.UID)), c.Name))
 	}
 	cfg, err := m.containerConfig(ctx, pod, c, restartCount, imageRef, sandbox, podIPs, target)
+	if e, ok := images.AsError(err); ok {
+		// An image volume's image could not be made present: the
+		// container waits as for its own image.
+		step.Action, step.Err = container.ActionPull, err
+		step.Reason, step.Message, step.RetryAfter = e.Reason, e.Message, e.RetryAfter
+		return step
+	}
 	if err != nil {
 		logger.Info("Container configuration failed", "pod", klog.KObj(pod), "container", c.Name, "err", err)
 		m.opts.Recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %v", err)

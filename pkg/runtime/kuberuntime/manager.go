@@ -205,6 +205,9 @@ type Manager struct {
 	clock   clock.Clock
 
 	runtimeName string
+	// runtimeVersion is the runtime's version at start (image volumes need
+	// containerd 2.1 or later).
+	runtimeVersion string
 
 	// hooks runs postStart and preStop handlers; secOpts are the host
 	// facts of the security context mapping.
@@ -264,7 +267,7 @@ func NewWithServices(ctx context.Context, rs cri.RuntimeService, is cri.ImageMan
 	if err != nil {
 		return nil, fmt.Errorf("CRI runtime does not answer Version: %w", err)
 	}
-	m.runtimeName = v.RuntimeName
+	m.runtimeName, m.runtimeVersion = v.RuntimeName, v.RuntimeVersion
 	klog.FromContext(ctx).Info("Connected to container runtime", "runtime", v.RuntimeName, "version", v.RuntimeVersion, "criVersion", v.RuntimeApiVersion)
 	return m, nil
 }

@@ -371,3 +371,86 @@ func TestVolumeMountsNeedAVolumeManager(t *testing.T) {
 		t.Errorf("steps %s: %v", got, r.Error())
 	}
 }
+
+// An image volume's image is made present by its pull policy when a
+// container that mounts it starts, and reaches the runtime as CRI
+// Mount.image with the image's ID, read-only, the subPath inside it; a
+// failed pull makes the container wait with the pull's reason, and a
+// containerd that cannot mount images is named.
+func TestImageVolumeMounts(t *testing.T) {
+	withImageVolume := func(e *env, policy v1.PullPolicy) *v1.Pod {
+		pod := testPod()
+		pod.Spec.Volumes = append(pod.Spec.Volumes, v1.Volume{Name: "tools", VolumeSource: v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "example.com/tools:1", PullPolicy: policy}}})
+		pod.Spec.Containers[0].VolumeMounts = append(pod.Spec.Containers[0].VolumeMounts, v1.VolumeMount{Name: "tools", MountPath: "/tools", SubPath: "bin"})
+		e.m.opts.Mounts = func(ctx context.Context, p *v1.Pod, c *v1.Container, env func(string) (string, bool)) ([]container.Mount, error) {
+			out, _ := fakeMounts(ctx, p, c, env)
+			out[1] = container.Mount{Name: "tools", ContainerPath: "/tools", ReadOnly: true, Image: "example.com/tools:1", PullPolicy: policy, ImageSubPath: "bin"}
+			return out, nil
+		}
+		return pod
+	}
+
+	e := newEnv(t)
+	pod := withImageVolume(e, v1.PullIfNotPresent)
+	if r, _ := e.sync(t, pod); r.Error() != nil {
+		t.Fatalf("sync: %v (%s)", r.Error(), steps(r))
+	}
+	sb, _ := e.m.SandboxConfig(pod, 0)
+	cfg, err := e.m.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "sha256:abc", sb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var img *runtimeapi.Mount
+	for _, mt := range cfg.Mounts {
+		if mt.ContainerPath == "/tools" {
+			img = mt
+		}
+	}
+	pulled, _ := e.is.ImageStatus(context.Background(), &runtimeapi.ImageSpec{Image: "example.com/tools:1"}, false)
+	if pulled.GetImage() == nil {
+		t.Fatal("the image volume's image was not pulled")
+	}
+	if img == nil || img.GetImage().GetImage() != pulled.GetImage().GetId() || img.GetImage().GetUserSpecifiedImage() != "example.com/tools:1" ||
+		img.HostPath != "" || !img.Readonly || img.ImageSubPath != "bin" {
+		t.Errorf("image mount %+v, want image %s, read-only, subPath bin", img, pulled.GetImage().GetId())
+	}
+
+	// Never, and the image is absent: the container waits as for its own
+	// image.
+	e = newEnv(t)
+	pod = withImageVolume(e, v1.PullNever)
+	r, _ := e.sync(t, pod)
+	if got := r.WaitingReasons()["app"].Reason; got != images.ReasonErrImageNeverPull {
+		t.Errorf("absent image volume with Never: reason %q (%s)", got, steps(r))
+	}
+
+	// containerd 1.6 would mount an empty host path: refused by name.
+	e = newEnv(t)
+	e.m.runtimeName, e.m.runtimeVersion = "containerd", "1.6.20~ds1"
+	pod = withImageVolume(e, v1.PullIfNotPresent)
+	r, _ = e.sync(t, pod)
+	w := r.WaitingReasons()["app"]
+	if w.Reason != ReasonCreateContainerConfigError || !strings.Contains(w.Message, "containerd 1.6.20~ds1, cannot mount image volumes") {
+		t.Errorf("image volume on containerd 1.6: %+v (%s)", w, steps(r))
+	}
+}
+
+func TestImageVolumeSupport(t *testing.T) {
+	for _, tc := range []struct {
+		name, version string
+		ok            bool
+	}{
+		{"containerd", "1.6.20~ds1", false},
+		{"containerd", "v1.7.27", false},
+		{"containerd", "v2.0.5", false},
+		{"containerd", "v2.1.0", true},
+		{"containerd", "v2.4.2", true},
+		{"containerd", "v3.0.0", true},
+		{"containerd", "unknown", true},
+		{"cri-o", "1.30.0", true},
+	} {
+		if err := imageVolumeSupport(tc.name, tc.version); (err == nil) != tc.ok {
+			t.Errorf("%s %s: %v, want ok=%v", tc.name, tc.version, err, tc.ok)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package kuberuntime
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -17,7 +19,11 @@ import (
 // request is resolved (podspec.ResolveRecursiveReadOnly) before any volume is
 // prepared, against what the pod's runtime handler reports; a refusal is
 // the container's error (CreateContainerConfigError), as upstream.
-func (m *Manager) volumeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, env func(string) (string, bool)) ([]*runtimeapi.Mount, error) {
+//
+// An image volume's image is made present here, by its pull policy, as
+// the container's own image is: a failure is the puller's *images.Error,
+// which the container waits with (ErrImagePull, ImagePullBackOff, ...).
+func (m *Manager) volumeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container, env func(string) (string, bool), sandbox *runtimeapi.PodSandboxConfig) ([]*runtimeapi.Mount, error) {
 	if len(c.VolumeMounts) == 0 {
 		return nil, nil
 	}
@@ -40,6 +46,16 @@ func (m *Manager) volumeMounts(ctx context.Context, pod *v1.Pod, c *v1.Container
 	out := make([]*runtimeapi.Mount, 0, len(mounts))
 	for i, mt := range mounts {
 		cm := criMount(mt)
+		if mt.Image != "" {
+			if err := imageVolumeSupport(m.runtimeName, m.runtimeVersion); err != nil {
+				return nil, fmt.Errorf("volume %q: %w", mt.Name, err)
+			}
+			ref, err := m.puller.EnsureVolumeImage(ctx, pod, mt.Image, mt.PullPolicy, sandbox)
+			if err != nil {
+				return nil, err
+			}
+			cm.Image = &runtimeapi.ImageSpec{Image: ref, UserSpecifiedImage: mt.Image}
+		}
 		if rro != nil && rro[i] {
 			cm.RecursiveReadOnly = true
 		}
@@ -69,7 +85,7 @@ func (m *Manager) recursiveReadOnlyMounts(ctx context.Context, pod *v1.Pod, c *v
 }
 
 func criMount(mt container.Mount) *runtimeapi.Mount {
-	out := &runtimeapi.Mount{ContainerPath: mt.ContainerPath, HostPath: mt.HostPath, Readonly: mt.ReadOnly}
+	out := &runtimeapi.Mount{ContainerPath: mt.ContainerPath, HostPath: mt.HostPath, Readonly: mt.ReadOnly, ImageSubPath: mt.ImageSubPath}
 	switch mt.Propagation {
 	case v1.MountPropagationHostToContainer:
 		out.Propagation = runtimeapi.MountPropagation_PROPAGATION_HOST_TO_CONTAINER
@@ -77,4 +93,36 @@ func criMount(mt container.Mount) *runtimeapi.Mount {
 		out.Propagation = runtimeapi.MountPropagation_PROPAGATION_BIDIRECTIONAL
 	}
 	return out
+}
+
+// imageVolumeSupport refuses image volumes on a runtime known not to mount
+// them: containerd before 2.1 ignores CRI Mount.image and would mount an
+// empty host path instead. Other runtimes (CRI-O mounts them since 1.31)
+// are trusted to refuse what they cannot do.
+func imageVolumeSupport(name, version string) error {
+	if name != "containerd" {
+		return nil
+	}
+	major, minor, ok := majorMinor(version)
+	if !ok || major > 2 || (major == 2 && minor >= 1) {
+		return nil
+	}
+	return fmt.Errorf("the container runtime, containerd %s, cannot mount image volumes (containerd 2.1 or later can)", version)
+}
+
+// majorMinor reads "v2.1.3", "1.6.20~ds1" and the like.
+func majorMinor(v string) (major, minor int, ok bool) {
+	v = strings.TrimPrefix(v, "v")
+	maj, rest, found := strings.Cut(v, ".")
+	if !found {
+		return 0, 0, false
+	}
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	var err1, err2 error
+	major, err1 = strconv.Atoi(maj)
+	minor, err2 = strconv.Atoi(rest[:end])
+	return major, minor, err1 == nil && err2 == nil
 }
