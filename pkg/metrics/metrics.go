@@ -434,6 +434,28 @@ var (
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"container_type", "code"})
 
+	// Image volumes (pkg/runtime/kuberuntime), upstream's names and
+	// stability: each container start that got its image volumes' images
+	// adds the number of image volumes it mounts to the requested total,
+	// and each of its image volume mounts to the errors total when the
+	// runtime refused to create the container for an image volume mount
+	// (CRI's ImageVolumeMountFailed), else to the succeeded total.
+	ImageVolumeRequestedTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "image_volume_requested_total",
+		Help:           "Number of requested image volumes.",
+		StabilityLevel: metrics.BETA,
+	})
+	ImageVolumeMountedSucceedTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "image_volume_mounted_succeed_total",
+		Help:           "Number of successful image volume mounts.",
+		StabilityLevel: metrics.BETA,
+	})
+	ImageVolumeMountedErrorsTotal = metrics.NewCounter(&metrics.CounterOpts{
+		Subsystem: KubeletSubsystem, Name: "image_volume_mounted_errors_total",
+		Help:           "Number of failed image volume mounts.",
+		StabilityLevel: metrics.BETA,
+	})
+
 	// ImagePullDuration is the duration of successful image pulls, by
 	// the pulled image's size bucket.
 	ImagePullDuration = metrics.NewHistogramVec(&metrics.HistogramOpts{
@@ -469,6 +491,7 @@ func kubeletMetrics() []metrics.Registerable {
 		PodResourcesErrorsList, PodResourcesErrorsGet, PodResourcesErrorsGetAllocatable,
 		StartedPodsTotal, StartedPodsErrorsTotal, StartedContainersTotal, StartedContainersErrorsTotal,
 		ImagePullDuration, CgroupVersion,
+		ImageVolumeRequestedTotal, ImageVolumeMountedSucceedTotal, ImageVolumeMountedErrorsTotal,
 		DevicePluginRegistrations, DevicePluginAllocationDuration,
 		ImageManagerOnDiskPullIntents, ImageManagerOnDiskPulledRecords, ImageManagerMustPullChecksTotal,
 	}

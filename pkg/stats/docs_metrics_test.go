@@ -247,6 +247,9 @@ func scrapeKubeletScenario(t *testing.T) metricstest.Families {
 	metrics.RestartedPodTotal.WithLabelValues("true").Inc()
 	metrics.OrphanedRuntimePodTotal.Inc()
 	metrics.ImageGarbageCollectedTotal.WithLabelValues("space").Inc()
+	metrics.ImageVolumeRequestedTotal.Inc()
+	metrics.ImageVolumeMountedSucceedTotal.Inc()
+	metrics.ImageVolumeMountedErrorsTotal.Inc()
 	for _, c := range []*compbase.CounterVec{metrics.PodResourcesRequestsTotal, metrics.PodResourcesRequestsList, metrics.PodResourcesRequestsGet,
 		metrics.PodResourcesRequestsGetAllocatable, metrics.PodResourcesErrorsList, metrics.PodResourcesErrorsGet, metrics.PodResourcesErrorsGetAllocatable} {
 		c.WithLabelValues("v1").Inc()

@@ -288,6 +288,7 @@ func (m *Manager) startContainer(ctx context.Context, pod *v1.Pod, s ContainerTo
 		return step
 	}
 	id, err := m.runtime.CreateContainer(ctx, sandboxID, cfg, sandbox)
+	countImageVolumes(pod, c, err)
 	if err != nil {
 		release()
 		m.opts.Recorder.Eventf(ref, v1.EventTypeWarning, EventFailed, "Error: %v", err)

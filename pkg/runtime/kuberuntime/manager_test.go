@@ -2,6 +2,7 @@ package kuberuntime
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +15,11 @@ import (
 	"k8s.io/client-go/tools/record"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	critest "k8s.io/cri-api/pkg/apis/testing"
+	crierrors "k8s.io/cri-api/pkg/errors"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
+	"github.com/gokubelet/kubelet/pkg/metrics/metricstest"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 	"github.com/gokubelet/kubelet/pkg/runtime/images"
 )
@@ -390,10 +394,22 @@ func TestImageVolumeMounts(t *testing.T) {
 		return pod
 	}
 
+	reg := metrics.NewKubeletRegistry(metrics.KubeletOptions{})
+	counts := func() [3]float64 {
+		f := metricstest.ScrapeRegistry(t, reg)
+		return [3]float64{f.Sum("kubelet_image_volume_requested_total", nil), f.Sum("kubelet_image_volume_mounted_succeed_total", nil), f.Sum("kubelet_image_volume_mounted_errors_total", nil)}
+	}
+	delta := func(before, after [3]float64) [3]float64 {
+		return [3]float64{after[0] - before[0], after[1] - before[1], after[2] - before[2]}
+	}
 	e := newEnv(t)
 	pod := withImageVolume(e, v1.PullIfNotPresent)
+	before := counts()
 	if r, _ := e.sync(t, pod); r.Error() != nil {
 		t.Fatalf("sync: %v (%s)", r.Error(), steps(r))
+	}
+	if d := delta(before, counts()); d != [3]float64{1, 1, 0} {
+		t.Errorf("image volume metrics grew by %v (requested, succeeded, failed), want [1 1 0]", d)
 	}
 	sb, _ := e.m.SandboxConfig(pod, 0)
 	cfg, err := e.m.ContainerConfig(context.Background(), pod, &pod.Spec.Containers[0], 0, "sha256:abc", sb, nil)
@@ -422,6 +438,19 @@ func TestImageVolumeMounts(t *testing.T) {
 	r, _ := e.sync(t, pod)
 	if got := r.WaitingReasons()["app"].Reason; got != images.ReasonErrImageNeverPull {
 		t.Errorf("absent image volume with Never: reason %q (%s)", got, steps(r))
+	}
+
+	// The runtime cannot mount the image volume: counted as failed.
+	e = newEnv(t)
+	pod = withImageVolume(e, v1.PullIfNotPresent)
+	e.rs.InjectError("CreateContainer", fmt.Errorf("rpc error: code = Unknown desc = %w: layer not found", crierrors.ErrImageVolumeMountFailed))
+	before = counts()
+	r, _ = e.sync(t, pod)
+	if got := r.WaitingReasons()["app"].Reason; got != ReasonCreateContainerError {
+		t.Errorf("image volume mount refused by the runtime: reason %q (%s)", got, steps(r))
+	}
+	if d := delta(before, counts()); d != [3]float64{1, 0, 1} {
+		t.Errorf("image volume metrics grew by %v (requested, succeeded, failed), want [1 0 1]", d)
 	}
 
 	// containerd 1.6 would mount an empty host path: refused by name.

@@ -8,7 +8,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	crierrors "k8s.io/cri-api/pkg/errors"
 
+	"github.com/gokubelet/kubelet/pkg/metrics"
 	"github.com/gokubelet/kubelet/pkg/pod/podspec"
 	"github.com/gokubelet/kubelet/pkg/runtime/container"
 )
@@ -125,4 +127,34 @@ func majorMinor(v string) (major, minor int, ok bool) {
 	major, err1 = strconv.Atoi(maj)
 	minor, err2 = strconv.Atoi(rest[:end])
 	return major, minor, err1 == nil && err2 == nil
+}
+
+// countImageVolumes feeds the image volume metrics after c's
+// CreateContainer (createErr its error): the image volumes c mounts were
+// requested, and each of its mounts of them failed when the runtime said
+// it could not mount an image volume, else succeeded.
+func countImageVolumes(pod *v1.Pod, c *v1.Container, createErr error) {
+	image := map[string]bool{}
+	for i := range pod.Spec.Volumes {
+		if pod.Spec.Volumes[i].Image != nil {
+			image[pod.Spec.Volumes[i].Name] = true
+		}
+	}
+	if len(image) == 0 {
+		return
+	}
+	failed := createErr != nil && strings.Contains(createErr.Error(), crierrors.ErrImageVolumeMountFailed.Error())
+	requested := map[string]bool{}
+	for _, vm := range c.VolumeMounts {
+		if !image[vm.Name] {
+			continue
+		}
+		requested[vm.Name] = true
+		if failed {
+			metrics.ImageVolumeMountedErrorsTotal.Inc()
+		} else {
+			metrics.ImageVolumeMountedSucceedTotal.Inc()
+		}
+	}
+	metrics.ImageVolumeRequestedTotal.Add(float64(len(requested)))
 }
