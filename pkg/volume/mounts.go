@@ -58,8 +58,12 @@ func (m *Manager) ContainerMounts(ctx context.Context, pod *v1.Pod, c *v1.Contai
 		if img != nil {
 			// The runtime mounts the image (and the subPath inside it);
 			// always read-only, as upstream.
-			out = append(out, container.Mount{Name: vm.Name, ContainerPath: vm.MountPath, ReadOnly: true,
-				Image: img.src.Reference, PullPolicy: img.src.PullPolicy, ImageSubPath: sub})
+			mnt := container.Mount{Name: vm.Name, ContainerPath: vm.MountPath, ReadOnly: true,
+				Image: img.src.Reference, PullPolicy: img.src.PullPolicy, ImageSubPath: sub}
+			if vm.MountPropagation != nil {
+				mnt.Propagation = *vm.MountPropagation
+			}
+			out = append(out, mnt)
 			continue
 		}
 		if sub != "" {

@@ -105,8 +105,9 @@ func TestContainerMountsImageVolume(t *testing.T) {
 	ctx := context.Background()
 	p := pod("u1", vol("tools", v1.VolumeSource{Image: &v1.ImageVolumeSource{Reference: "example.com/tools:1", PullPolicy: v1.PullNever}}))
 	c := &p.Spec.Containers[0]
+	prop := v1.MountPropagationHostToContainer
 	c.VolumeMounts = []v1.VolumeMount{
-		{Name: "tools", MountPath: "/tools"},
+		{Name: "tools", MountPath: "/tools", MountPropagation: &prop},
 		{Name: "tools", MountPath: "/bin/tool", SubPathExpr: "bin/$(TOOL)"},
 	}
 	e.setUp(p)
@@ -117,6 +118,9 @@ func TestContainerMountsImageVolume(t *testing.T) {
 	}
 	if len(mnts) != 2 {
 		t.Fatalf("mounts %+v", mnts)
+	}
+	if mnts[0].Propagation != prop || mnts[1].Propagation != "" {
+		t.Errorf("mountPropagation not passed on as the volumeMount sets it: %q, %q", mnts[0].Propagation, mnts[1].Propagation)
 	}
 	for i, want := range []string{"", "bin/jq"} {
 		m := mnts[i]
